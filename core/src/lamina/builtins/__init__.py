@@ -1,0 +1,1 @@
+"""Built-in plugins: the kernel's defaults, registered like any other plugin."""

@@ -1,0 +1,79 @@
+"""The current-event message of seed 000: time, timezone, platform (managers only), hook data,
+then the event's own content."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from lamina.hookspecs import hookimpl
+from lamina.model.blocks import EVENT, Block, Provenance
+from lamina.model.messages import TextPart
+from lamina.model.request import AssemblyRequest
+from lamina.records import LayerProvider, ProviderContext
+
+
+def event_lines(request: AssemblyRequest, now: datetime) -> list[str]:
+    """The dynamic context lines that precede the event content."""
+    event = request.event
+    when = event.time or now
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    try:
+        when = when.astimezone(ZoneInfo(event.timezone))
+    except (ZoneInfoNotFoundError, ValueError):
+        when = when.astimezone(UTC)
+    lines = [f"Current time: {when.isoformat()}", f"Timezone: {event.timezone}"]
+    if request.role == "manager":
+        if event.channel:
+            lines.append(f"Channel: {event.channel}")
+        if event.platform:
+            lines.append(f"Platform: {event.platform}")
+            if event.platform_actions:
+                lines.append(f"Available actions: {', '.join(event.platform_actions)}")
+    for name in sorted(event.hook_data):
+        value = event.hook_data[name]
+        rendered = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        )
+        lines.append(f"Hook {name}: {rendered}")
+    return lines
+
+
+def provide(ctx: ProviderContext) -> Iterator[Block]:
+    request = ctx.request
+    provenance = Provenance(plugin=ctx.plugin, source_id=request.event.id)
+    yield Block.text(
+        "event:context",
+        EVENT,
+        "\n".join(event_lines(request, ctx.now)),
+        required=True,
+        trusted=True,
+        provenance=provenance,
+    )
+    yield Block(
+        id="event:content",
+        layer=EVENT,
+        role="user",
+        content=(TextPart(text=request.event.content), *request.event.attachments),
+        required=True,
+        trusted=True,
+        provenance=provenance,
+    )
+
+
+@hookimpl
+def lamina_layer_providers() -> list[LayerProvider]:
+    return [
+        LayerProvider(
+            name="event",
+            provide=provide,
+            layers=(EVENT,),
+            required=True,
+            description="current time, timezone, platform and actions (managers), hook data, content",
+        )
+    ]

@@ -1,0 +1,207 @@
+"""The ``lamina`` command line. Imports stay inside commands so ``lamina --help`` is instant."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from lamina.errors import LaminaError
+
+EXIT_OK, EXIT_USAGE, EXIT_BUDGET = 0, 2, 3
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="lamina", prog_name="lamina")
+def cli() -> None:
+    """Assemble the context an LLM sees each turn, within its token budget."""
+
+
+def _fail(exc: LaminaError) -> NoReturn:
+    click.echo(f"lamina: error: {exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _progress(phase: str) -> None:
+    click.echo(f"lamina: {phase}…", err=True)
+
+
+@cli.command()
+@click.option(
+    "--config",
+    "-c",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="lamina.toml or pyproject.toml (default: the nearest one).",
+)
+@click.option("--message", "-m", help="The event content (default: read from standard input).")
+@click.option("--model", help="Model name (default: from config).")
+@click.option("--role", type=click.Choice(["manager", "worker", "unified"]), help="Agent role.")
+@click.option("--session", help="Session label.")
+@click.option(
+    "--max-tokens", type=click.IntRange(min=1), help="Cap the tokens available to the context."
+)
+@click.option(
+    "--time", "event_time", help="Event time (ISO 8601) instead of now, for reproducible output."
+)
+@click.option(
+    "--permission",
+    "permissions",
+    multiple=True,
+    help="A permission granted to the caller (repeatable).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "text", "report"]),
+    default="json",
+    show_default=True,
+)
+@click.option(
+    "--show-report", is_flag=True, help="With --format text: print the report after the context."
+)
+def assemble(
+    config_path: str | None,
+    message: str | None,
+    model: str | None,
+    role: str | None,
+    session: str | None,
+    max_tokens: int | None,
+    event_time: str | None,
+    permissions: tuple[str, ...],
+    fmt: str,
+    show_report: bool,
+) -> None:
+    """Assemble one turn's context and print it."""
+    from datetime import datetime
+
+    from lamina.errors import LaminaError
+    from lamina.pipeline import Assembler
+    from lamina.reporting import dump_yaml, render_text, report_document
+    from lamina.serde import to_json
+
+    if message is None:
+        if sys.stdin.isatty():
+            raise click.UsageError("give --message or pipe the event content on standard input")
+        message = sys.stdin.read()
+    fields: dict[str, Any] = {}
+    if event_time is not None:
+        try:
+            fields["time"] = datetime.fromisoformat(event_time)
+        except ValueError as exc:
+            raise click.BadParameter(
+                f"not an ISO 8601 time: {event_time!r}", param_hint="--time"
+            ) from exc
+    for key, value in (
+        ("model", model),
+        ("role", role),
+        ("session_label", session),
+        ("max_tokens", max_tokens),
+    ):
+        if value is not None:
+            fields[key] = value
+    if permissions:
+        fields["permissions"] = permissions
+    try:
+        assembler = Assembler.from_config(
+            config_path, progress=_progress if sys.stderr.isatty() else None
+        )
+        with assembler:
+            ctx = assembler.assemble(assembler.request(message, **fields))
+    except LaminaError as exc:
+        _fail(exc)
+    if fmt == "json":
+        click.echo(to_json(ctx, indent=2))
+    elif fmt == "report":
+        click.echo(dump_yaml(report_document(ctx)), nl=False)
+    else:
+        click.echo(render_text(ctx))
+        if show_report:
+            click.echo()
+            click.echo(dump_yaml(report_document(ctx)), nl=False)
+
+
+@cli.command()
+@click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plugins(config_path: str | None, as_json: bool) -> None:
+    """List plugins: name, version, hooks, built-in or installed, load errors."""
+    import warnings
+
+    from lamina.config import load_config
+    from lamina.errors import LaminaError, LaminaWarning
+    from lamina.plugins import PluginHost
+    from lamina.serde import unstructure
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LaminaWarning)  # shown in the listing instead
+            host = PluginHost(load_config(config_path))
+    except LaminaError as exc:
+        _fail(exc)
+    infos = sorted(host.infos.values(), key=lambda i: (not i.builtin, i.name))
+    if as_json:
+        click.echo(json.dumps([unstructure(i) for i in infos], indent=2))
+        return
+    for info in infos:
+        kind = "built-in" if info.builtin else "installed"
+        head = f"{info.name} {info.version} ({info.distribution}, {kind})"
+        click.echo(head)
+        if info.error:
+            click.echo(f"    ERROR: {info.error}")
+        else:
+            click.echo(f"    hooks: {', '.join(info.hooks) or '-'}")
+
+
+@cli.command()
+@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.option(
+    "--model", default=None, help="Count with this model's tokenizer (default: from config)."
+)
+@click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def tokens(source: Any, model: str | None, config_path: str | None, as_json: bool) -> None:
+    """Count the tokens of FILE (or standard input) and say which tokenizer counted."""
+    from lamina.errors import LaminaError
+    from lamina.pipeline import Assembler
+
+    text = source.read()
+    try:
+        with Assembler.from_config(config_path) as assembler:
+            name = model or assembler.config.model
+            _, tok, _ = assembler.model(name)
+            count = tok.count(text)
+    except LaminaError as exc:
+        _fail(exc)
+    if as_json:
+        click.echo(
+            json.dumps({"tokens": count, "model": name, "tokenizer": tok.name, "exact": tok.exact})
+        )
+    else:
+        kind = "exact" if tok.exact else "estimate"
+        click.echo(f"{count} tokens ({tok.name}, {kind}) for model {name}")
+
+
+def main() -> None:
+    """Entry point: adds plugins' commands (``lamina_commands``), then runs the CLI."""
+    if not (len(sys.argv) > 1 and sys.argv[1] in cli.commands):
+        _add_plugin_commands()
+    cli(prog_name="lamina")
+
+
+def _add_plugin_commands() -> None:
+    import warnings
+
+    from lamina.config import LaminaConfig
+    from lamina.errors import LaminaError, LaminaWarning
+    from lamina.plugins import PluginHost
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LaminaWarning)
+            PluginHost(LaminaConfig()).add_commands(cli)
+    except LaminaError as exc:
+        click.echo(f"lamina: warning: plugin commands unavailable: {exc}", err=True)

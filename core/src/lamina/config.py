@@ -1,0 +1,208 @@
+"""Configuration: ``lamina.toml`` or ``[tool.lamina]`` in ``pyproject.toml``, validated.
+
+Every error names the file, the key path and what was expected. Per-plugin sections live under
+``[plugins.<name>]`` and are validated by the plugin's own settings class once plugins load.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from attrs import evolve, field, frozen, validators
+
+from lamina.errors import ConfigError, SerdeError
+from lamina.model.blocks import PLACEMENTS, Placement
+from lamina.model.request import AgentRole, Tool
+from lamina.serde import rebase_errors, structure
+
+CONFIG_FILES = ("lamina.toml", "pyproject.toml")
+#: Keys of ``[plugins]`` that steer loading; every other key there is a plugin's section.
+LOADER_KEYS = frozenset({"enable", "disable", "require", "timeout"})
+
+
+@frozen(kw_only=True)
+class BudgetConfig:
+    """Reserves taken off the model limit, and an optional cap on what is available."""
+
+    max_tokens: int | None = field(default=None, validator=validators.optional(validators.gt(0)))
+    reserve_response: int = field(default=4096, validator=validators.ge(0))
+    reserve_tools: int = field(default=8192, validator=validators.ge(0))
+    context_window: int | None = field(
+        default=None, validator=validators.optional(validators.gt(0))
+    )
+
+
+@frozen(kw_only=True)
+class LayerConfig:
+    """Per-layer overrides: placement, a cap in tokens or a share of the budget, required-ness."""
+
+    placement: Placement | None = field(
+        default=None, validator=validators.optional(validators.in_(PLACEMENTS))
+    )
+    max_tokens: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
+    share: float | None = field(
+        default=None, validator=validators.optional([validators.ge(0.0), validators.le(1.0)])
+    )
+    required: bool | None = None
+
+
+@frozen(kw_only=True)
+class FitConfig:
+    """How history shrinks: the strategy, the turns always kept, the gap marker, the summarizer."""
+
+    strategy: str = "truncateMiddle"
+    minimum_recent: int = field(default=4, validator=validators.ge(0))
+    marker: str = "[… {count} earlier messages omitted …]"
+    summarizer: str | None = None
+
+
+@frozen(kw_only=True)
+class FormatConfig:
+    """Which formatter renders each placement's text blocks."""
+
+    system: str = "markdown"
+    history: str = "xml"
+    event: str = "plain"
+
+
+@frozen(kw_only=True)
+class StaticBlockConfig:
+    """A block declared in config: inline ``text`` or a ``file`` (relative to the config file)."""
+
+    id: str
+    layer: str = "workspace"
+    text: str | None = None
+    file: str | None = None
+    priority: float = 0.5
+    truncation: str = "end"
+    required: bool | None = None
+    min_tokens: int = 0
+    max_tokens: int | None = None
+    title: str | None = None
+    tag: str | None = None
+    trusted: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        if (self.text is None) == (self.file is None):
+            raise ValueError(f"block {self.id!r} needs exactly one of text or file")
+
+
+@frozen(kw_only=True)
+class PluginsConfig:
+    """Which plugins load: ``enable`` is an allow-list, ``disable`` a deny-list, ``require``
+    makes a load failure fatal; ``timeout`` is the default per-provider limit in seconds."""
+
+    enable: tuple[str, ...] | None = None
+    disable: tuple[str, ...] = ()
+    require: tuple[str, ...] = ()
+    timeout: float = field(default=10.0, validator=validators.gt(0))
+
+
+@frozen(kw_only=True)
+class LaminaConfig:
+    """The whole configuration. ``path`` is the file it came from (``None`` for defaults);
+    ``sections`` holds each plugin's raw section until the plugin validates it."""
+
+    model: str = "gpt-4o"
+    provider: str | None = None
+    role: AgentRole = "unified"
+    session: str = "default"
+    workspace: str = "."
+    permissions: tuple[str, ...] = ()
+    budget: BudgetConfig = field(factory=BudgetConfig)
+    fit: FitConfig = field(factory=FitConfig)
+    format: FormatConfig = field(factory=FormatConfig)
+    placement: dict[str, Placement] = field(factory=dict)
+    layers: dict[str, LayerConfig] = field(factory=dict)
+    blocks: tuple[StaticBlockConfig, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    plugins: PluginsConfig = field(factory=PluginsConfig)
+    sections: dict[str, dict[str, Any]] = field(factory=dict)
+    path: str | None = None
+
+    @property
+    def root(self) -> Path:
+        """The folder relative paths in this config are resolved against."""
+        return Path(self.path).parent if self.path else Path.cwd()
+
+    def resolve(self, relative: str) -> Path:
+        """``relative`` resolved against the config file's folder."""
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else self.root / p
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """The nearest ``lamina.toml`` (or ``pyproject.toml`` with ``[tool.lamina]``) upwards of ``start``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        for name in CONFIG_FILES:
+            candidate = folder / name
+            if candidate.is_file() and (name == "lamina.toml" or _has_tool_lamina(candidate)):
+                return candidate
+    return None
+
+
+def _has_tool_lamina(pyproject: Path) -> bool:
+    try:
+        return "lamina" in tomllib.loads(pyproject.read_text("utf-8")).get("tool", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> LaminaConfig:
+    """Read and validate a config file (the nearest one when ``path`` is ``None``; defaults if
+    there is none). ``overrides`` replace top-level fields after validation."""
+    if path is None:
+        found = find_config()
+        config = parse_config({}, file=None) if found is None else _read(found)
+    else:
+        config = _read(Path(path))
+    return evolve(config, **overrides) if overrides else config
+
+
+def _read(path: Path) -> LaminaConfig:
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config: {exc.strerror}", file=str(path)) from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from exc
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("lamina")
+        if data is None:
+            raise ConfigError("no [tool.lamina] table", file=str(path))
+        prefix = "tool.lamina."
+    else:
+        prefix = ""
+    return parse_config(data, file=str(path.resolve()), prefix=prefix)
+
+
+def parse_config(data: dict[str, Any], *, file: str | None, prefix: str = "") -> LaminaConfig:
+    """Validate plain data (as TOML gives it) into a ``LaminaConfig``."""
+    data = dict(data)
+    plugins = dict(data.pop("plugins", {}) or {})
+    if not isinstance(plugins, dict):
+        raise ConfigError("expected a table", file=file, key=f"{prefix}plugins")
+    sections = {k: plugins.pop(k) for k in list(plugins) if k not in LOADER_KEYS}
+    for name, section in sections.items():
+        if not isinstance(section, dict):
+            raise ConfigError(
+                f"expected a table of settings for plugin {name!r} "
+                f"(loader keys are {', '.join(sorted(LOADER_KEYS))})",
+                file=file,
+                key=f"{prefix}plugins.{name}",
+            )
+    data["plugins"] = plugins
+    data["sections"] = sections
+    if "path" in data:
+        raise ConfigError("unknown key", file=file, key=f"{prefix}path")
+    try:
+        config = structure(data, LaminaConfig, file=file, what="config")
+    except SerdeError as exc:
+        errors = rebase_errors(exc.errors, prefix.rstrip("."))
+        raise SerdeError(errors, file=file, what="config") from exc
+    return evolve(config, path=file)

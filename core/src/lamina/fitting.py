@@ -1,0 +1,240 @@
+"""Fitting: cut blocks until the request fits its budget, in compression-priority order.
+
+Layers are cut in ``cut_rank`` order (seed 000: memory first, then history); required blocks
+are never cut. Within a layer the lowest-priority, latest block goes first: summarized when it
+is ``summarizable`` and a summarizer is configured, else truncated by its own strategy, else
+dropped. History is cut a whole group (turn) at a time by the configured fit strategy, so a
+tool call never loses its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from attrs import define, field
+
+from lamina.errors import BudgetError
+from lamina.model.blocks import Block, Placement
+from lamina.model.report import BlockStatus
+from lamina.records import FitStrategy, LayerSpec, Summarizer, Tokenizer, Truncator
+
+
+@define(kw_only=True)
+class Item:
+    """A block on its way through the pipeline, with its measured size and fate."""
+
+    block: Block
+    spec: LayerSpec
+    placement: Placement
+    required: bool
+    index: int
+    plugin: str
+    tokens: int = 0
+    original_tokens: int = 0
+    status: BlockStatus = "kept"
+    strategy: str | None = None
+    reason: str | None = None
+    synthetic: bool = False
+
+    @property
+    def live(self) -> bool:
+        return self.status != "dropped"
+
+
+@define(kw_only=True)
+class Fitter:
+    """Holds what fitting needs: the tokenizer, the named truncators, the history strategy."""
+
+    tokenizer: Tokenizer
+    measure: Callable[[Item], int]
+    truncators: dict[str, Truncator]
+    strategy: FitStrategy
+    minimum_recent: int
+    marker: Callable[[int], Item]
+    summarizer: Summarizer | None = None
+    caps: dict[str, int] = field(factory=dict)
+    markers: list[Item] = field(factory=list)
+
+    # -- totals --------------------------------------------------------------------------
+
+    @staticmethod
+    def total(items: Sequence[Item]) -> int:
+        return sum(i.tokens for i in items if i.live)
+
+    # -- one block -----------------------------------------------------------------------
+
+    def shrink_block(self, item: Item, need: int) -> int:
+        """Free at least ``need`` tokens from one block, or drop it. Returns tokens freed."""
+        before = item.tokens
+        if self.summarizer is not None and item.block.summarizable:
+            if self._summarize(item, before - need):
+                return before - item.tokens
+        if item.block.truncation != "never" and need < before:
+            if self._truncate(item, before - need):
+                return before - item.tokens
+        item.status = "dropped"
+        item.reason = item.reason or "over budget; lowest priority in its layer"
+        item.tokens = 0
+        return before
+
+    def _truncate(self, item: Item, limit: int) -> bool:
+        truncator = self.truncators[item.block.truncation]
+        if item.block.text_part_index() is None:
+            return False
+        original = item.block
+        body_tokens = self.tokenizer.count(original.body)
+        markup = max(0, item.tokens - body_tokens)
+        target = limit - markup
+        for _ in range(4):
+            if target <= 0:
+                break
+            text = truncator.truncate(original.body, target, self.tokenizer)
+            if text is None:
+                break
+            item.block = original.with_text(text)
+            measured = self.measure(item)
+            if measured <= limit:
+                if measured < item.block.min_tokens:
+                    break
+                item.tokens = measured
+                item.status = "truncated"
+                item.strategy = truncator.name
+                return True
+            target -= measured - limit
+        item.block = original
+        return False
+
+    def _summarize(self, item: Item, limit: int) -> bool:
+        assert self.summarizer is not None
+        original = item.block
+        if original.text_part_index() is None or limit <= 0:
+            return False
+        text = self.summarizer.summarize([original], limit, self.tokenizer)
+        item.block = original.with_text(text)
+        measured = self.measure(item)
+        if 0 < measured <= limit:
+            item.tokens = measured
+            item.status = "summarized"
+            item.strategy = self.summarizer.name
+            return True
+        item.block = original
+        return False
+
+    # -- a layer -------------------------------------------------------------------------
+
+    def shrink_blocks(self, items: Sequence[Item], target: int) -> None:
+        """Cut non-required blocks (lowest priority, latest first) until ``items`` fit ``target``."""
+        cuttable = sorted(
+            (i for i in items if i.live and not i.required),
+            key=lambda i: (i.block.priority, -i.index),
+        )
+        current = self.total(items)
+        for item in cuttable:
+            if current <= target:
+                break
+            current -= self.shrink_block(item, current - target)
+
+    def shrink_history(self, items: Sequence[Item], target: int) -> None:
+        """Keep the history groups the strategy picks within ``target``; mark the gaps."""
+        groups = history_groups([i for i in items if i.live])
+        if not groups:
+            return
+        sizes = [sum(i.tokens for i in g) for g in groups]
+        if sum(sizes) <= target:
+            return
+        protected = min(self.minimum_recent, len(groups))
+        marker_tokens = (
+            self.marker(sum(len(g) for g in groups)).tokens if self.strategy.marks_gaps else 0
+        )
+        cut = self.strategy.select(sizes, target, protected, marker_tokens)
+        keep = set(cut.keep)
+        gap: list[Item] = []
+        for n, group in enumerate(groups):
+            if n in keep:
+                if gap:
+                    self._mark_gap(gap, before=group[0])
+                    gap = []
+                continue
+            for item in group:
+                item.status = "dropped"
+                item.strategy = self.strategy.name
+                item.reason = f"history cut by {self.strategy.name}"
+                item.tokens = 0
+                gap.append(item)
+        if gap:
+            self._mark_gap(gap, before=None)
+
+    def _mark_gap(self, dropped: list[Item], before: Item | None) -> None:
+        if not self.strategy.marks_gaps:
+            return
+        marker = self.marker(len(dropped))
+        # Sort the marker just before the first kept block after the gap (or at the end).
+        marker.index = before.index if before is not None else dropped[-1].index
+        self.markers.append(marker)
+
+    def shrink_layer(self, items: Sequence[Item], target: int) -> None:
+        history = [i for i in items if i.placement == "history"]
+        others = [i for i in items if i.placement != "history"]
+        if others:
+            self.shrink_blocks(others, max(0, target - self.total(history)))
+        if history and self.total(items) > target:
+            self.shrink_history(history, max(0, target - self.total(others)))
+
+    # -- the whole request ---------------------------------------------------------------
+
+    def fit(self, items: Sequence[Item], available: int, fixed: int) -> None:
+        """Cut ``items`` until they and the ``fixed`` overhead fit within ``available``."""
+        by_layer: dict[str, list[Item]] = {}
+        for item in items:
+            by_layer.setdefault(item.spec.name, []).append(item)
+        for layer, cap in sorted(self.caps.items()):
+            if layer in by_layer and self.total(by_layer[layer]) > cap:
+                self.shrink_layer(by_layer[layer], cap)
+        self._check_required(items, available, fixed)
+        order = sorted(by_layer, key=lambda name: (by_layer[name][0].spec.cut_rank, name))
+        for layer in order:
+            over = self.total(items) + self._marker_total() + fixed - available
+            if over <= 0:
+                return
+            members = by_layer[layer]
+            self.shrink_layer(members, max(0, self.total(members) - over))
+        over = self.total(items) + self._marker_total() + fixed - available
+        if over > 0:
+            raise BudgetError(
+                f"the context needs {over} more tokens than the {available} available even "
+                "after cutting everything that may be cut",
+                overage=over,
+                available=available,
+            )
+
+    def _marker_total(self) -> int:
+        return sum(m.tokens for m in self.markers)
+
+    def _check_required(self, items: Sequence[Item], available: int, fixed: int) -> None:
+        groups = history_groups([i for i in items if i.live and i.placement == "history"])
+        protected = groups[len(groups) - min(self.minimum_recent, len(groups)) :] if groups else []
+        must = [i for i in items if i.live and i.required and i.placement != "history"]
+        must += [i for g in protected for i in g]
+        needed = sum(i.tokens for i in must) + fixed
+        if needed > available:
+            biggest = sorted(must, key=lambda i: -i.tokens)[:3]
+            names = ", ".join(f"{i.block.id} ({i.tokens})" for i in biggest)
+            raise BudgetError(
+                f"what must not be cut (system prompt, current event, the last "
+                f"{self.minimum_recent} turns) needs {needed} tokens but only {available} are "
+                f"available: over by {needed - available}; largest: {names}",
+                overage=needed - available,
+                available=available,
+            )
+
+
+def history_groups(items: Sequence[Item]) -> list[list[Item]]:
+    """Consecutive items sharing a ``group`` form one group; ungrouped items stand alone."""
+    groups: list[list[Item]] = []
+    for item in items:
+        key = item.block.group
+        if groups and key is not None and groups[-1][0].block.group == key:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups

@@ -1,0 +1,225 @@
+"""Lamina's hook specifications: the contract every plugin is written against.
+
+A plugin is a module (or object) with functions marked ``@lamina.hookimpl`` whose names and
+arguments match the specs below; it may accept any subset of a spec's arguments.
+
+*Collection hooks* (``lamina_layers``, ``lamina_layer_providers``, ``lamina_truncators``,
+``lamina_fit_strategies``, ``lamina_formatters``, ``lamina_summarizers``,
+``lamina_tool_filters``) return an iterable of records. The kernel calls each plugin's
+implementation once per ``Assembler``, attributes every record to that plugin and refuses two
+records of one kind with one name. Besides the spec's own arguments they may take
+``settings``: the plugin's own config section, validated against ``lamina_settings_class``.
+
+*First-result hooks* (``lamina_tokenizer``, ``lamina_model_info``) are asked once per model
+and the answer is cached. ``lamina_wrap_assembly`` runs once per assembly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from lamina.config import LaminaConfig
+    from lamina.model import AssembledContext
+    from lamina.pipeline import AssemblyCall
+    from lamina.records import (
+        FitStrategy,
+        Formatter,
+        LayerProvider,
+        LayerSpec,
+        ModelInfo,
+        Summarizer,
+        Tokenizer,
+        ToolFilter,
+        Truncator,
+    )
+
+PROJECT = "lamina"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def lamina_settings_class() -> type | None:  # type: ignore[empty-body]
+    """Return the attrs class (``kw_only``) for this plugin's config section.
+
+    The section ``[plugins.<plugin name>]`` is validated against it (unknown keys are errors
+    naming the file and key path) and handed to the plugin's collection hooks as ``settings``.
+
+    Example::
+
+        @attrs.frozen(kw_only=True)
+        class Settings:
+            path: str = "ledger.db"
+
+        @lamina.hookimpl
+        def lamina_settings_class():
+            return Settings
+    """
+
+
+@hookspec
+def lamina_layers(config: LaminaConfig, settings: Any) -> Iterable[LayerSpec]:  # type: ignore[empty-body]
+    """Declare conceptual layers: their default placement, order and cut rank.
+
+    The built-in layers (workspace, persona, session, memory, event) are declared this way.
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_layers():
+            return [LayerSpec(name="scratchpad", placement="event", order=45, cut_rank=0)]
+    """
+
+
+@hookspec
+def lamina_layer_providers(config: LaminaConfig, settings: Any) -> Iterable[LayerProvider]:  # type: ignore[empty-body]
+    """Return the layer providers this plugin supplies; each yields Blocks per request.
+
+    Providers run concurrently; ``provide`` gets a ``ProviderContext`` (request, config, this
+    plugin's settings, the planned budget, the tokenizer, the clock).
+
+    Example::
+
+        def provide(ctx):
+            yield Block.text("rules", "workspace", Path("AGENTS.md").read_text(), trusted=True)
+
+        @lamina.hookimpl
+        def lamina_layer_providers():
+            return [LayerProvider(name="rules", provide=provide, layers=("workspace",))]
+    """
+
+
+@hookspec(firstresult=True)
+def lamina_tokenizer(model: str, info: ModelInfo) -> Tokenizer | None:
+    """Return a tokenizer for ``model``, or ``None`` to let the next plugin answer.
+
+    The first non-``None`` answer wins; plugins registered later are asked first, and the
+    built-in ~4 characters/token estimate answers last.
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_tokenizer(model):
+            if model.startswith("llama"):
+                return MySentencePieceTokenizer()
+    """
+
+
+@hookspec
+def lamina_truncators(config: LaminaConfig, settings: Any) -> Iterable[Truncator]:  # type: ignore[empty-body]
+    """Return named text truncators (built in: ``never``, ``start``, ``middle``, ``end``).
+
+    A block's ``truncation`` names the truncator used when the block must shrink.
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_truncators():
+            return [Truncator(name="lines-tail", truncate=keep_last_lines)]
+    """
+
+
+@hookspec
+def lamina_fit_strategies(config: LaminaConfig, settings: Any) -> Iterable[FitStrategy]:  # type: ignore[empty-body]
+    """Return named history fit strategies (built in: ``truncateMiddle``, ``rollingWindow``,
+    ``stopAtLimit``); ``[fit] strategy`` picks one.
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_fit_strategies():
+            return [FitStrategy(name="keepFirstAndLast", select=select_first_and_last)]
+    """
+
+
+@hookspec
+def lamina_formatters(config: LaminaConfig, settings: Any) -> Iterable[Formatter]:  # type: ignore[empty-body]
+    """Return named formatters (built in: ``xml``, ``markdown``, ``plain``); ``[format]``
+    picks one per placement.
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_formatters():
+            return [Formatter(name="json", render=lambda b: json.dumps({"id": b.id, "text": b.body}))]
+    """
+
+
+@hookspec(firstresult=True)
+def lamina_model_info(model: str) -> ModelInfo | None:
+    """Return what is known of ``model`` (context window, max output, minimum cacheable prefix),
+    or ``None``. The first answer wins; the built-in table answers last.
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_model_info(model):
+            if model == "my-finetune":
+                return ModelInfo(name=model, context_window=32_768, encoding="cl100k_base")
+    """
+
+
+@hookspec
+def lamina_summarizers(config: LaminaConfig, settings: Any) -> Iterable[Summarizer]:  # type: ignore[empty-body]
+    """Return named summarizers used to compact blocks marked ``summarizable``
+    (``[fit] summarizer`` picks one).
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_summarizers():
+            return [Summarizer(name="llm", summarize=call_my_model)]
+    """
+
+
+@hookspec
+def lamina_tool_filters(config: LaminaConfig, settings: Any) -> Iterable[ToolFilter]:  # type: ignore[empty-body]
+    """Return tool filters; a tool reaches the context only if every filter allows it for the
+    request (the built-in ``permissions`` filter checks ``Tool.permission``).
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_tool_filters():
+            return [ToolFilter(name="no-shell-for-workers",
+                               allows=lambda tool, req: not (req.role == "worker" and tool.name == "shell"))]
+    """
+
+
+@hookspec(firstresult=True)
+def lamina_wrap_assembly(
+    call: AssemblyCall,
+) -> Generator[None, Any, AssembledContext] | AssembledContext:  # type: ignore[empty-body]
+    """Wrap an assembly: implement it with ``wrapper=True`` to change ``call.request`` before
+    the pipeline runs (hook injections) or look at and replace the result (tracing).
+
+    Example::
+
+        @lamina.hookimpl(wrapper=True)
+        def lamina_wrap_assembly(call):
+            call.request = attrs.evolve(call.request, event=inject(call.request.event))
+            started = time.perf_counter()
+            result = yield
+            log.info("assembled in %.1f ms", 1000 * (time.perf_counter() - started))
+            return result
+    """
+
+
+@hookspec
+def lamina_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``lamina`` command line.
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_commands(cli):
+            @cli.command()
+            def hello():
+                click.echo("hello")
+    """

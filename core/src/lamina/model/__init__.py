@@ -1,0 +1,78 @@
+"""Lamina's data model: frozen attrs classes, converted to and from JSON by ``lamina.serde``."""
+
+from lamina.model.blocks import (
+    EVENT,
+    MEMORY,
+    PERSONA,
+    PLACEMENTS,
+    SESSION,
+    WORKSPACE,
+    Block,
+    Placement,
+    Provenance,
+    content_hash,
+)
+from lamina.model.budget import BudgetUsage, TokenBudget
+from lamina.model.context import AssembledContext
+from lamina.model.messages import (
+    ImagePart,
+    Message,
+    MessageRole,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    part_text,
+)
+from lamina.model.report import (
+    AssemblyReport,
+    BlockReport,
+    BlockStatus,
+    LayerReport,
+    StablePrefix,
+    TokenizerReport,
+)
+from lamina.model.request import (
+    AGENT_ROLES,
+    AgentRole,
+    AssemblyRequest,
+    Event,
+    ModelConfig,
+    Tool,
+)
+
+__all__ = [
+    "AGENT_ROLES",
+    "EVENT",
+    "MEMORY",
+    "PERSONA",
+    "PLACEMENTS",
+    "SESSION",
+    "WORKSPACE",
+    "AgentRole",
+    "AssembledContext",
+    "AssemblyReport",
+    "AssemblyRequest",
+    "Block",
+    "BlockReport",
+    "BlockStatus",
+    "BudgetUsage",
+    "Event",
+    "ImagePart",
+    "LayerReport",
+    "Message",
+    "MessageRole",
+    "ModelConfig",
+    "Part",
+    "Placement",
+    "Provenance",
+    "StablePrefix",
+    "TextPart",
+    "TokenBudget",
+    "TokenizerReport",
+    "Tool",
+    "ToolCallPart",
+    "ToolResultPart",
+    "content_hash",
+    "part_text",
+]

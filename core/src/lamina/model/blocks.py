@@ -1,0 +1,109 @@
+"""Blocks: the unit a layer provider yields and the pipeline measures, cuts and formats."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+from attrs import Attribute, evolve, field, frozen, validators
+
+from lamina.model.messages import MessageRole, Part, TextPart, part_text
+
+#: Where a block lands in the request. ``system``, ``history`` and ``event`` are the three
+#: physical layers of seed 000; ``before_history`` / ``after_history`` are seed 004's
+#: injection points at either end of the history.
+Placement = Literal["system", "before_history", "history", "after_history", "event"]
+PLACEMENTS: tuple[Placement, ...] = (
+    "system",
+    "before_history",
+    "history",
+    "after_history",
+    "event",
+)
+
+#: The standard conceptual layers (seed 000). Plugins may declare more.
+WORKSPACE, PERSONA, SESSION, MEMORY, EVENT = "workspace", "persona", "session", "memory", "event"
+
+
+def content_hash(parts: tuple[Part, ...]) -> str:
+    """A stable sha256 over a block's parts (type tag and fields, in order)."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(type(p).__name__.encode())
+        h.update(b"\x00")
+        h.update(repr(p).encode("utf-8", "surrogatepass"))
+        h.update(b"\x01")
+    return h.hexdigest()
+
+
+@frozen(kw_only=True)
+class Provenance:
+    """Where a block came from: the plugin, the source's own id, a file path and extra metadata."""
+
+    plugin: str = ""
+    source_id: str | None = None
+    path: str | None = None
+    metadata: dict[str, Any] = field(factory=dict)
+
+
+def _unit_interval(_inst: object, attr: Attribute[float], value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{attr.name} must be within 0.0..1.0, got {value!r}")
+
+
+@frozen(kw_only=True)
+class Block:
+    """A piece of context with everything the pipeline needs to place, fit and format it.
+
+    ``required`` blocks are never cut (``None`` takes the layer's default); ``group`` ties
+    blocks that must be kept or dropped together (a turn: a tool call and its result);
+    ``trusted`` content is operator-authored and may carry markup, anything else is data and
+    is escaped by the formatters.
+    """
+
+    id: str
+    layer: str
+    content: tuple[Part, ...]
+    role: MessageRole | None = None
+    priority: float = field(default=0.5, validator=_unit_interval)
+    truncation: str = "end"
+    min_tokens: int = field(default=0, validator=validators.ge(0))
+    max_tokens: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
+    required: bool | None = None
+    summarizable: bool = False
+    group: str | None = None
+    title: str | None = None
+    tag: str | None = None
+    trusted: bool = False
+    token_count: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
+    provenance: Provenance = field(factory=Provenance)
+    hash: str = field()
+
+    @hash.default
+    def _hash(self) -> str:
+        return content_hash(self.content)
+
+    @classmethod
+    def text(cls, id: str, layer: str, text: str, **kwargs: Any) -> Block:
+        """A block holding one text part."""
+        return cls(id=id, layer=layer, content=(TextPart(text=text),), **kwargs)
+
+    @property
+    def body(self) -> str:
+        """The text of every text-bearing part, joined by blank lines."""
+        return "\n\n".join(t for t in (part_text(p) for p in self.content) if t is not None)
+
+    def text_part_index(self) -> int | None:
+        """Index of the one part truncation may shorten, or ``None`` when there is not exactly one."""
+        found = [i for i, p in enumerate(self.content) if part_text(p) is not None]
+        return found[0] if len(found) == 1 else None
+
+    def with_text(self, text: str) -> Block:
+        """This block with its one text-bearing part replaced (hash recomputed, counts dropped)."""
+        i = self.text_part_index()
+        if i is None:
+            raise ValueError(f"block {self.id!r} has no single text part to replace")
+        old = self.content[i]
+        new = evolve(old, text=text) if isinstance(old, TextPart) else evolve(old, content=text)  # type: ignore[misc]
+        parts = (*self.content[:i], new, *self.content[i + 1 :])
+        return evolve(self, content=parts, hash=content_hash(parts), token_count=None)

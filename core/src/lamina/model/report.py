@@ -1,0 +1,72 @@
+"""The assembly report: what was kept, cut, summarized or dropped, and why."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from attrs import field, frozen
+
+BlockStatus = Literal["kept", "truncated", "summarized", "dropped"]
+
+
+@frozen(kw_only=True)
+class BlockReport:
+    """The fate of one block."""
+
+    id: str
+    layer: str
+    placement: str
+    plugin: str
+    status: BlockStatus
+    tokens: int
+    original_tokens: int
+    path: str | None = None
+    strategy: str | None = None
+    reason: str | None = None
+    hash: str = ""
+
+
+@frozen(kw_only=True)
+class LayerReport:
+    """Totals for one conceptual layer."""
+
+    layer: str
+    placement: str
+    blocks: int
+    kept: int
+    tokens: int
+    original_tokens: int
+    cap: int | None = None
+
+
+@frozen(kw_only=True)
+class TokenizerReport:
+    """Which tokenizer counted, and whether its counts are exact or an estimate."""
+
+    name: str
+    plugin: str
+    exact: bool
+
+
+@frozen(kw_only=True)
+class StablePrefix:
+    """The part of the request that repeats turn after turn (system + history): its size and hash."""
+
+    tokens: int
+    sha256: str
+
+
+@frozen(kw_only=True)
+class AssemblyReport:
+    """Everything a host needs to see why the context looks the way it does.
+
+    All fields are deterministic for the same inputs except ``timings_ms``.
+    """
+
+    blocks: tuple[BlockReport, ...] = ()
+    layers: tuple[LayerReport, ...] = ()
+    warnings: tuple[str, ...] = ()
+    tokenizer: TokenizerReport | None = None
+    stable_prefix: StablePrefix | None = None
+    strategy: str = ""
+    timings_ms: dict[str, float] = field(factory=dict)

@@ -1,0 +1,668 @@
+"""The assembly pipeline: gather → place → measure → fit → format → report.
+
+An ``Assembler`` resolves its plugins once; ``assemble`` is then plain method calls on the
+resolved records. Token counts are memoized by content, so re-assembling an unchanged prefix
+re-tokenizes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from attrs import define, evolve
+
+from lamina.config import LaminaConfig, load_config
+from lamina.errors import ConfigError, LaminaError, PluginError, ProviderError
+from lamina.fitting import Fitter, Item
+from lamina.model.blocks import Block, Placement, Provenance
+from lamina.model.budget import BudgetUsage, TokenBudget
+from lamina.model.context import AssembledContext
+from lamina.model.messages import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from lamina.model.report import (
+    AssemblyReport,
+    BlockReport,
+    LayerReport,
+    StablePrefix,
+    TokenizerReport,
+)
+from lamina.model.request import AssemblyRequest, Event, Tool
+from lamina.plugins import Attributed, PluginHost, Registry
+from lamina.records import (
+    FitStrategy,
+    Formatter,
+    LayerProvider,
+    ModelInfo,
+    ProviderContext,
+    Summarizer,
+    Tokenizer,
+)
+from lamina.serde import unstructure
+from lamina.tokens import TokenCounter
+
+#: Tokens charged for an image part: providers bill by size; this is a conservative flat rate.
+IMAGE_TOKENS = 1024
+Progress = Callable[[str], None]
+
+
+@define
+class AssemblyCall:
+    """One assembly in flight; ``lamina_wrap_assembly`` wrappers may replace ``request``."""
+
+    request: AssemblyRequest
+    assembler: Assembler
+
+
+class Assembler:
+    """Turns ``AssemblyRequest`` s into ``AssembledContext`` s for one configuration.
+
+    ``plugins`` registers extra plugin objects (``(name, plugin)`` pairs) besides the built-ins
+    and installed entry points; ``clock`` supplies "now" when an event has no time.
+    """
+
+    def __init__(
+        self,
+        config: LaminaConfig | None = None,
+        *,
+        plugins: Sequence[tuple[str, object]] = (),
+        entry_points: bool = True,
+        clock: Callable[[], datetime] | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.config = config or LaminaConfig()
+        self.host = PluginHost(self.config, extra=plugins, entry_points=entry_points)
+        self.registry: Registry = self.host.resolve()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.progress = progress
+        self._models: dict[str, tuple[ModelInfo, str, Tokenizer, str, TokenCounter]] = {}
+        self._render_cache: dict[tuple[Any, ...], str] = {}
+        self._executor: ThreadPoolExecutor | None = None
+        self._validate()
+
+    @classmethod
+    def from_config(cls, path: str | Path | None = None, **kwargs: Any) -> Assembler:
+        """An assembler for the config file at ``path`` (or the nearest one, or defaults)."""
+        return cls(load_config(path), **kwargs)
+
+    # -- set-up checks -------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        cfg, reg = self.config, self.registry
+        where = cfg.path or "config"
+        for key, name, table in (
+            ("fit.strategy", cfg.fit.strategy, reg.fit_strategies),
+            ("format.system", cfg.format.system, reg.formatters),
+            ("format.history", cfg.format.history, reg.formatters),
+            ("format.event", cfg.format.event, reg.formatters),
+        ):
+            if name not in table:
+                raise ConfigError(
+                    f"unknown {key.split('.')[0]} {name!r}; known: {_names(table)}",
+                    file=where,
+                    key=key,
+                )
+        if cfg.fit.summarizer is not None and cfg.fit.summarizer not in reg.summarizers:
+            raise ConfigError(
+                f"unknown summarizer {cfg.fit.summarizer!r}; known: {_names(reg.summarizers)}",
+                file=where,
+                key="fit.summarizer",
+            )
+        for layer in (*cfg.layers, *cfg.placement):
+            if layer not in reg.layers:
+                raise ConfigError(
+                    f"unknown layer {layer!r}; known: {_names(reg.layers)}",
+                    file=where,
+                    key=f"layers.{layer}",
+                )
+        for name, item in reg.layers.items():
+            fmt = item.record.format
+            if fmt is not None and fmt not in reg.formatters:
+                raise PluginError(
+                    f"layer {name!r} asks for unknown formatter {fmt!r}", plugin=item.plugin
+                )
+        for i, block in enumerate(cfg.blocks):
+            if block.layer not in reg.layers:
+                raise ConfigError(
+                    f"unknown layer {block.layer!r}; known: {_names(reg.layers)}",
+                    file=where,
+                    key=f"blocks[{i}].layer",
+                )
+            if block.truncation not in reg.truncators:
+                raise ConfigError(
+                    f"unknown truncation {block.truncation!r}; known: {_names(reg.truncators)}",
+                    file=where,
+                    key=f"blocks[{i}].truncation",
+                )
+
+    # -- public API ----------------------------------------------------------------------
+
+    def request(self, message: str, **fields: Any) -> AssemblyRequest:
+        """A request for ``message`` with the config's defaults (session, model, role, …)."""
+        cfg = self.config
+        event_fields = {
+            k: fields.pop(k) for k in list(fields) if k in Event.__attrs_attrs__.__dict__
+        }  # type: ignore[attr-defined]
+        base: dict[str, Any] = {
+            "session_label": cfg.session,
+            "model": cfg.model,
+            "role": cfg.role,
+            "provider": cfg.provider,
+            "permissions": cfg.permissions,
+            "workspace_path": str(cfg.resolve(cfg.workspace)),
+            "event": Event(content=message, **event_fields),
+        }
+        base.update(fields)
+        return AssemblyRequest(**base)
+
+    def assemble(self, request: AssemblyRequest) -> AssembledContext:
+        """Assemble one turn's context (through any ``lamina_wrap_assembly`` wrappers)."""
+        call = AssemblyCall(request=request, assembler=self)
+        result: AssembledContext = self.host.pm.hook.lamina_wrap_assembly(call=call)
+        return result
+
+    def model(self, name: str) -> tuple[ModelInfo, Tokenizer, TokenCounter]:
+        """The model's info, tokenizer and memoizing counter, resolved once per model."""
+        if name not in self._models:
+            info, info_plugin = self.host.model_info(name)
+            if self.config.budget.context_window is not None:
+                info = evolve(info, context_window=self.config.budget.context_window)
+            tok, tok_plugin = self.host.tokenizer(name, info)
+            self._models[name] = (info, info_plugin, tok, tok_plugin, TokenCounter(tok))
+        info, _, tok, _, counter = self._models[name]
+        return info, tok, counter
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    def __enter__(self) -> Assembler:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- the pipeline --------------------------------------------------------------------
+
+    def run(self, request: AssemblyRequest) -> AssembledContext:
+        """The pipeline itself (what the built-in ``lamina_wrap_assembly`` calls)."""
+        timings: dict[str, float] = {}
+        warnings: list[str] = []
+        cfg = self.config
+        info, tok, counter = self.model(request.model)
+        _, info_plugin, _, tok_plugin, _ = self._models[request.model]
+        if info.assumed:
+            warnings.append(
+                f"model {request.model!r} is not known to any plugin; assuming a context window "
+                f"of {info.context_window} tokens"
+            )
+        budget = TokenBudget.plan(
+            model_limit=info.context_window,
+            reserve_response=cfg.budget.reserve_response,
+            reserve_tools=cfg.budget.reserve_tools,
+            cap=request.max_tokens or cfg.budget.max_tokens,
+        )
+        now = self.clock()
+
+        with _timed(timings, "gather", self.progress):
+            gathered = self._gather(request, budget, tok, now, warnings)
+        with _timed(timings, "place", self.progress):
+            items = self._place(gathered)
+        with _timed(timings, "measure", self.progress):
+            for item in items:
+                item.tokens = item.original_tokens = self._measure(item, counter)
+        fixed = self._fixed_overhead(info, items)
+        fitter = Fitter(
+            tokenizer=tok,
+            measure=lambda it: self._measure(it, counter),
+            truncators={n: a.record for n, a in self.registry.truncators.items()},
+            strategy=self._strategy(),
+            minimum_recent=cfg.fit.minimum_recent,
+            marker=lambda n: self._marker(n, counter),
+            summarizer=self._summarizer(),
+            caps=self._caps(budget.available),
+        )
+        with _timed(timings, "fit", self.progress):
+            self._apply_block_caps(items, fitter)
+            fitter.fit(items, budget.available, fixed)
+        with _timed(timings, "format", self.progress):
+            live = [i for i in items if i.live] + fitter.markers
+            system_prompt, history, current = self._format(live)
+            used = self._usage(info, counter, system_prompt, history, current)
+            for _ in range(8):  # BPE can merge across joins: verify on the final text
+                over = used.total - budget.available
+                if over <= 0:
+                    break
+                fixed += over
+                fitter.fit(items, budget.available, fixed)
+                live = [i for i in items if i.live] + fitter.markers
+                system_prompt, history, current = self._format(live)
+                used = self._usage(info, counter, system_prompt, history, current)
+        tools = self._tools(request)
+        budget = evolve(budget, used=used, remaining=budget.available - used.total)
+        report = AssemblyReport(
+            blocks=tuple(_block_report(i) for i in sorted([*items, *fitter.markers], key=_order)),
+            layers=self._layer_reports(items, fitter),
+            warnings=tuple(warnings),
+            tokenizer=TokenizerReport(name=tok.name, plugin=tok_plugin, exact=tok.exact),
+            stable_prefix=StablePrefix(
+                tokens=used.system_prompt + used.history,
+                sha256=_prefix_hash(system_prompt, history),
+            ),
+            strategy=fitter.strategy.name,
+            timings_ms=timings,
+        )
+        return AssembledContext(
+            system_prompt=system_prompt,
+            history=history,
+            current_message=current,
+            tools=tools,
+            model=request.model,
+            provider=request.provider or info.provider or "",
+            model_config=request.model_config,
+            token_budget=budget,
+            session_label=request.session_label,
+            role=request.role,
+            workspace_path=request.workspace_path,
+            parent_turn_id=request.parent_turn_id,
+            toolset_name=request.toolset_name,
+            permissions_granted=request.permissions,
+            source_event_id=request.event.id,
+            report=report,
+        )
+
+    # gather ------------------------------------------------------------------------------
+
+    def _gather(
+        self,
+        request: AssemblyRequest,
+        budget: TokenBudget,
+        tok: Tokenizer,
+        now: datetime,
+        warnings: list[str],
+    ) -> list[tuple[Block, str]]:
+        providers = self.registry.providers
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=max(4, len(providers)), thread_name_prefix="lamina-provider"
+            )
+        futures: list[tuple[Attributed, Future[list[Block]]]] = []
+        started = time.monotonic()
+        for item in providers:
+            ctx = ProviderContext(
+                request=request,
+                config=self.config,
+                settings=self.host.settings.get(item.plugin),
+                budget=budget,
+                tokenizer=tok,
+                now=now,
+                plugin=item.plugin,
+            )
+            provider: LayerProvider = item.record
+            futures.append(
+                (item, self._executor.submit(lambda p=provider, c=ctx: list(p.provide(c))))
+            )
+        gathered: list[tuple[Block, str]] = []
+        seen: dict[str, str] = {}
+        for item, future in futures:
+            provider = item.record
+            limit = provider.timeout or self.config.plugins.timeout
+            try:
+                blocks = future.result(timeout=max(0.0, started + limit - time.monotonic()))
+            except FutureTimeout:
+                future.cancel()
+                self._provider_failed(item, f"timed out after {limit:g}s", None, warnings)
+                continue
+            except LaminaError:
+                raise
+            except Exception as exc:
+                self._provider_failed(item, f"raised {type(exc).__name__}: {exc}", exc, warnings)
+                continue
+            for block in blocks:
+                if not isinstance(block, Block):
+                    raise ProviderError(
+                        f"provider {provider.name!r} yielded {type(block).__name__}, expected Block",
+                        plugin=item.plugin,
+                    )
+                if block.layer not in self.registry.layers:
+                    raise ProviderError(
+                        f"provider {provider.name!r} yielded block {block.id!r} for unknown layer "
+                        f"{block.layer!r}; known: {_names(self.registry.layers)}",
+                        plugin=item.plugin,
+                    )
+                if block.truncation not in self.registry.truncators:
+                    raise ProviderError(
+                        f"block {block.id!r} asks for unknown truncation {block.truncation!r}",
+                        plugin=item.plugin,
+                    )
+                if block.id in seen:
+                    raise ProviderError(
+                        f"block id {block.id!r} is yielded twice (first by plugin {seen[block.id]!r})",
+                        plugin=item.plugin,
+                    )
+                seen[block.id] = item.plugin
+                if not block.provenance.plugin:
+                    block = evolve(block, provenance=evolve(block.provenance, plugin=item.plugin))
+                gathered.append((block, item.plugin))
+        return gathered
+
+    def _provider_failed(
+        self, item: Attributed, what: str, exc: BaseException | None, warnings: list[str]
+    ) -> None:
+        provider: LayerProvider = item.record
+        message = f"layer provider {provider.name!r} {what}"
+        if provider.required:
+            raise ProviderError(message, plugin=item.plugin) from exc
+        warnings.append(f"plugin {item.plugin!r}: {message}; its blocks were left out")
+
+    # place -------------------------------------------------------------------------------
+
+    def _place(self, gathered: list[tuple[Block, str]]) -> list[Item]:
+        cfg = self.config
+        items = []
+        for index, (block, plugin) in enumerate(gathered):
+            spec = self.registry.layer(block.layer)
+            layer_cfg = cfg.layers.get(block.layer)
+            placement: Placement = (
+                cfg.placement.get(block.layer)
+                or (layer_cfg.placement if layer_cfg else None)
+                or spec.placement
+            )
+            required = block.required
+            if required is None:
+                required = (
+                    layer_cfg.required
+                    if layer_cfg and layer_cfg.required is not None
+                    else spec.required
+                )
+            items.append(
+                Item(
+                    block=block,
+                    spec=spec,
+                    placement=placement,
+                    required=required,
+                    index=index,
+                    plugin=plugin,
+                )
+            )
+        items.sort(key=lambda i: (i.spec.order, i.index))
+        for n, item in enumerate(items):
+            item.index = n
+        return items
+
+    # measure -----------------------------------------------------------------------------
+
+    def _formatter(self, item: Item) -> Formatter:
+        cfg = self.config.format
+        if item.placement == "history":
+            name = cfg.history
+        else:
+            name = (
+                item.spec.format
+                or {
+                    "system": cfg.system,
+                    "before_history": cfg.history,
+                    "after_history": cfg.history,
+                    "event": cfg.event,
+                }[item.placement]
+            )
+        fmt: Formatter = self.registry.formatters[name].record
+        return fmt
+
+    def _render(self, item: Item) -> str:
+        block = item.block
+        fmt = self._formatter(item)
+        key = (
+            fmt.name,
+            block.hash,
+            block.title,
+            block.tag,
+            block.provenance.path,
+            block.trusted,
+            block.id,
+        )
+        text = self._render_cache.get(key)
+        if text is None:
+            text = self._render_cache.setdefault(key, fmt.render(block))
+        return text
+
+    def _measure(self, item: Item, counter: TokenCounter) -> int:
+        block = item.block
+        if block.token_count is not None:
+            return block.token_count
+        if item.placement == "history":
+            return _parts_tokens(block.content, counter)
+        text_tokens = counter.count(self._render(item)) if block.body else 0
+        extra = sum(IMAGE_TOKENS for p in block.content if isinstance(p, ImagePart))
+        sep = counter.count(self._formatter(item).separator)
+        return text_tokens + extra + sep
+
+    def _fixed_overhead(self, info: ModelInfo, items: Sequence[Item]) -> int:
+        history = sum(1 for i in items if i.placement == "history")
+        framing = 3 + history  # system message, before/after-history messages, current message
+        return info.message_overhead * framing + info.reply_overhead
+
+    def _marker(self, count: int, counter: TokenCounter) -> Item:
+        text = self.config.fit.marker.format(count=count)
+        block = Block.text(
+            f"history:gap:{count}",
+            "session",
+            text,
+            role="user",
+            trusted=True,
+            provenance=Provenance(plugin="core"),
+        )
+        spec = self.registry.layer("session")
+        item = Item(
+            block=block,
+            spec=spec,
+            placement="history",
+            required=True,
+            index=0,
+            plugin="core",
+            synthetic=True,
+            reason="marks removed history",
+        )
+        item.tokens = item.original_tokens = _parts_tokens(block.content, counter)
+        return item
+
+    def _strategy(self) -> FitStrategy:
+        strategy: FitStrategy = self.registry.fit_strategies[self.config.fit.strategy].record
+        return strategy
+
+    def _summarizer(self) -> Summarizer | None:
+        name = self.config.fit.summarizer
+        if name is None:
+            return None
+        summarizer: Summarizer = self.registry.summarizers[name].record
+        return summarizer
+
+    def _caps(self, available: int) -> dict[str, int]:
+        caps = {}
+        for name, layer in self.config.layers.items():
+            limits = [
+                x
+                for x in (
+                    layer.max_tokens,
+                    None if layer.share is None else int(layer.share * available),
+                )
+                if x is not None
+            ]
+            if limits:
+                caps[name] = min(limits)
+        return caps
+
+    def _apply_block_caps(self, items: Sequence[Item], fitter: Fitter) -> None:
+        for item in items:
+            cap = item.block.max_tokens
+            if cap is not None and item.tokens > cap:
+                fitter.shrink_block(item, item.tokens - cap)
+                if not item.live:
+                    item.reason = f"larger than its max_tokens ({cap})"
+
+    # format ------------------------------------------------------------------------------
+
+    def _format(self, live: list[Item]) -> tuple[str, tuple[Message, ...], Message]:
+        by_place: dict[str, list[Item]] = {}
+        for item in sorted(live, key=_order):
+            by_place.setdefault(item.placement, []).append(item)
+        system = self._join(by_place.get("system", []))
+        history: list[Message] = []
+        before = self._join(by_place.get("before_history", []))
+        if before:
+            history.append(Message.of("user", before))
+        for item in by_place.get("history", []):
+            block = item.block
+            context_json = block.provenance.metadata.get("context_json")
+            history.append(
+                Message(
+                    role=block.role or "user",
+                    content=block.content,
+                    name=None,
+                    context_json=context_json,
+                )
+            )
+        after = self._join(by_place.get("after_history", []))
+        if after:
+            history.append(Message.of("user", after))
+        event_items = by_place.get("event", [])
+        text = self._join(event_items)
+        extra: list[Part] = [
+            p
+            for i in event_items
+            for p in i.block.content
+            if not isinstance(p, TextPart | ToolResultPart)
+        ]
+        current = Message(role="user", content=(TextPart(text=text), *extra))
+        return system, tuple(history), current
+
+    def _join(self, items: list[Item]) -> str:
+        if not items:
+            return ""
+        parts = [self._render(i) for i in items if i.block.body]
+        separator = self._formatter(items[0]).separator
+        return separator.join(parts)
+
+    def _usage(
+        self,
+        info: ModelInfo,
+        counter: TokenCounter,
+        system_prompt: str,
+        history: tuple[Message, ...],
+        current: Message,
+    ) -> BudgetUsage:
+        overhead = info.message_overhead
+        system = counter.count(system_prompt) + overhead if system_prompt else 0
+        hist = sum(_parts_tokens(m.content, counter) + overhead for m in history)
+        event = _parts_tokens(current.content, counter) + overhead + info.reply_overhead
+        return BudgetUsage(
+            system_prompt=system, history=hist, event=event, total=system + hist + event
+        )
+
+    # tools and report ---------------------------------------------------------------------
+
+    def _tools(self, request: AssemblyRequest) -> tuple[Tool, ...]:
+        offered: dict[str, Tool] = {t.name: t for t in self.config.tools}
+        offered.update({t.name: t for t in request.tools})
+        filters = [a.record for a in self.registry.tool_filters]
+        return tuple(t for t in offered.values() if all(f.allows(t, request) for f in filters))
+
+    def _layer_reports(self, items: Sequence[Item], fitter: Fitter) -> tuple[LayerReport, ...]:
+        out = []
+        names = sorted({i.spec.name for i in items}, key=lambda n: self.registry.layer(n).order)
+        for name in names:
+            members = [i for i in items if i.spec.name == name]
+            out.append(
+                LayerReport(
+                    layer=name,
+                    placement=members[0].placement,
+                    blocks=len(members),
+                    kept=sum(1 for i in members if i.live),
+                    tokens=sum(i.tokens for i in members),
+                    original_tokens=sum(i.original_tokens for i in members),
+                    cap=fitter.caps.get(name),
+                )
+            )
+        return tuple(out)
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _order(item: Item) -> tuple[int, int]:
+    return (item.index, 0 if item.synthetic else 1)
+
+
+def _names(table: dict[str, Any]) -> str:
+    return ", ".join(sorted(table)) or "none"
+
+
+def _parts_tokens(parts: Sequence[Part], counter: TokenCounter) -> int:
+    total = 0
+    for part in parts:
+        if isinstance(part, TextPart):
+            total += counter.count(part.text)
+        elif isinstance(part, ToolResultPart):
+            total += counter.count(part.content)
+        elif isinstance(part, ToolCallPart):
+            total += counter.count(part.name) + counter.count(
+                json.dumps(part.arguments, sort_keys=True, ensure_ascii=False)
+            )
+        else:
+            total += IMAGE_TOKENS
+    return total
+
+
+def _prefix_hash(system_prompt: str, history: tuple[Message, ...]) -> str:
+    payload = json.dumps(
+        {"system": system_prompt, "history": [unstructure(m) for m in history]},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _block_report(item: Item) -> BlockReport:
+    return BlockReport(
+        id=item.block.id,
+        layer=item.spec.name,
+        placement=item.placement,
+        plugin=item.plugin,
+        status=item.status,
+        tokens=item.tokens,
+        original_tokens=item.original_tokens,
+        path=item.block.provenance.path,
+        strategy=item.strategy,
+        reason=item.reason,
+        hash=item.block.hash,
+    )
+
+
+class _timed:
+    """Records a phase's wall time in milliseconds (and tells the progress callback)."""
+
+    def __init__(self, timings: dict[str, float], phase: str, progress: Progress | None) -> None:
+        self.timings, self.phase, self.progress = timings, phase, progress
+
+    def __enter__(self) -> None:
+        if self.progress is not None:
+            self.progress(self.phase)
+        self.started = time.perf_counter()
+
+    def __exit__(self, *_: object) -> None:
+        self.timings[self.phase] = round(1000 * (time.perf_counter() - self.started), 3)

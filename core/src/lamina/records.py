@@ -1,0 +1,159 @@
+"""The records plugins hand the kernel, and the small protocols they are written against.
+
+Collection hooks return these; the kernel resolves them once per ``Assembler``, attributes
+each to the plugin that supplied it and rejects two records of one kind with one name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from attrs import field, frozen, validators
+
+from lamina.model.blocks import PLACEMENTS, Block, Placement
+from lamina.model.budget import TokenBudget
+from lamina.model.request import AssemblyRequest, Tool
+
+if TYPE_CHECKING:
+    from lamina.config import LaminaConfig
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Counts tokens for one encoding and says where each token starts.
+
+    ``boundaries(text)`` gives the character offset at which each token begins (so its length
+    is ``count(text)``); truncators cut there, so a cut never splits a character.
+    """
+
+    name: str
+    exact: bool
+
+    def count(self, text: str) -> int: ...
+
+    def boundaries(self, text: str) -> Sequence[int]: ...
+
+
+@frozen(kw_only=True)
+class LayerSpec:
+    """A conceptual layer: where its blocks go, in what order, when they are cut, and whether
+    they are required by default (never cut)."""
+
+    name: str
+    placement: Placement = field(validator=validators.in_(PLACEMENTS))
+    order: int
+    cut_rank: int
+    required: bool = False
+    format: str | None = None
+    description: str = ""
+
+
+@frozen(kw_only=True)
+class ProviderContext:
+    """What a layer provider sees for one request."""
+
+    request: AssemblyRequest
+    config: LaminaConfig
+    settings: Any
+    budget: TokenBudget
+    tokenizer: Tokenizer
+    now: datetime
+    plugin: str
+
+
+@frozen(kw_only=True)
+class LayerProvider:
+    """Yields the blocks of one or more layers for a request.
+
+    A ``required`` provider that raises or runs past ``timeout`` seconds fails the assembly;
+    an optional one is dropped with a warning in the report.
+    """
+
+    name: str
+    provide: Callable[[ProviderContext], Iterable[Block]]
+    layers: tuple[str, ...] = ()
+    required: bool = False
+    timeout: float | None = None
+    description: str = ""
+
+
+@frozen(kw_only=True)
+class Truncator:
+    """A named way to shorten one block's text to at most ``max_tokens`` tokens.
+
+    ``truncate(text, max_tokens, tokenizer)`` returns the shortened text (marker included) or
+    ``None`` when the text cannot be cut that way (``never``) or nothing useful would remain.
+    """
+
+    name: str
+    truncate: Callable[[str, int, Tokenizer], str | None]
+    description: str = ""
+
+
+@frozen(kw_only=True)
+class HistoryCut:
+    """Which history groups a fit strategy keeps (indices, oldest first)."""
+
+    keep: tuple[int, ...]
+
+
+@frozen(kw_only=True)
+class FitStrategy:
+    """A named way to shrink the history: which groups (turns) to keep within a budget.
+
+    ``select(sizes, budget, protected, marker_tokens)`` gets each group's tokens oldest first,
+    the tokens the history may use, how many of the newest groups must stay, and what one
+    gap marker costs; it returns the groups to keep (the kernel puts a marker in each gap when
+    ``marks_gaps``), or raises ``BudgetError`` to refuse.
+    """
+
+    name: str
+    select: Callable[[Sequence[int], int, int, int], HistoryCut]
+    marks_gaps: bool = True
+    description: str = ""
+
+
+@frozen(kw_only=True)
+class Formatter:
+    """Renders one text block into a string; untrusted content is escaped so it cannot close
+    or forge the surrounding structure. Rendered blocks are joined with ``separator``."""
+
+    name: str
+    render: Callable[[Block], str]
+    separator: str = "\n\n"
+    description: str = ""
+
+
+@frozen(kw_only=True)
+class ModelInfo:
+    """What the kernel must know of a model to budget for it."""
+
+    name: str
+    context_window: int = field(validator=validators.gt(0))
+    max_output: int | None = None
+    min_cache_prefix: int = 0
+    provider: str | None = None
+    encoding: str | None = None
+    message_overhead: int = 0
+    reply_overhead: int = 0
+    assumed: bool = False
+
+
+@frozen(kw_only=True)
+class Summarizer:
+    """Condenses blocks into at most ``max_tokens`` tokens of text (for compaction)."""
+
+    name: str
+    summarize: Callable[[Sequence[Block], int, Tokenizer], str]
+    description: str = ""
+
+
+@frozen(kw_only=True)
+class ToolFilter:
+    """Decides whether the caller may have a tool; a tool is offered only if every filter allows."""
+
+    name: str
+    allows: Callable[[Tool, AssemblyRequest], bool]
+    description: str = ""

@@ -1,0 +1,107 @@
+"""JSON for the data model through one private cattrs converter that rejects unknown keys."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, TypeVar
+
+import cattrs
+from cattrs.preconf.json import make_converter
+from cattrs.strategies import configure_tagged_union
+
+from lamina.errors import SerdeError
+from lamina.model.messages import PART_TAGS, Part
+
+T = TypeVar("T")
+
+_converter = make_converter(forbid_extra_keys=True)
+_converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
+_converter.register_structure_hook(datetime, lambda v, _: _parse_datetime(v))
+_converter.register_structure_hook(str, lambda v, _: _strict(v, str))
+_converter.register_structure_hook(int, lambda v, _: _strict(v, int))
+_converter.register_structure_hook(float, lambda v, _: float(_strict(v, (int, float))))
+_converter.register_structure_hook(bool, lambda v, _: _strict(v, bool))
+configure_tagged_union(
+    Part,  # type: ignore[arg-type]
+    _converter,
+    tag_generator=lambda cls: PART_TAGS[cls],
+    tag_name="type",
+)
+
+
+def _strict(value: Any, kind: type | tuple[type, ...]) -> Any:
+    """No silent coercion: ``"3"`` is not an int and ``1`` is not a string or a bool."""
+    if isinstance(value, bool) and kind is not bool:
+        raise TypeError(f"expected {_kind_name(kind)}, got a boolean")
+    if not isinstance(value, kind):
+        raise TypeError(f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return names.get(kinds[-1], " or ".join(k.__name__ for k in kinds))
+
+
+def _describe(exc: BaseException, _type: Any) -> str:
+    if isinstance(exc, KeyError):
+        return "required field missing"
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        return f"unknown keys {sorted(exc.extra_fields)}"
+    if str(exc):
+        return str(exc)
+    return f"invalid value ({type(exc).__name__})"
+
+
+def _parse_datetime(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"expected an ISO 8601 string, got {type(value).__name__}")
+    return datetime.fromisoformat(value)
+
+
+def unstructure(obj: Any) -> Any:
+    """Plain JSON-ready data (dicts, lists, str, numbers) for a model object."""
+    return _converter.unstructure(obj)
+
+
+def structure(data: Any, cls: type[T], *, file: str | None = None, what: str | None = None) -> T:
+    """Build ``cls`` from plain data; every problem is reported with its path (``$.event.time``)."""
+    try:
+        return _converter.structure(data, cls)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        if isinstance(exc, cattrs.BaseValidationError):
+            errors = cattrs.transform_error(exc, path="$", format_exception=_describe)
+        else:
+            errors = [f"{exc} @ $"]
+        raise SerdeError(errors, file=file, what=what or cls.__name__) from exc
+
+
+def to_json(obj: Any, *, indent: int | None = None) -> str:
+    """Deterministic JSON text for a model object (keys in field order, UTF-8 kept as is)."""
+    return json.dumps(unstructure(obj), indent=indent, ensure_ascii=False)
+
+
+def from_json(text: str | bytes, cls: type[T], *, file: str | None = None) -> T:
+    """Parse JSON text into ``cls``; malformed JSON and unknown keys are a ``SerdeError``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SerdeError([f"not JSON: {exc}"], file=file, what=cls.__name__) from exc
+    return structure(data, cls, file=file)
+
+
+def rebase_errors(errors: list[str], prefix: str) -> list[str]:
+    """``… @ $.fit.strategy`` → ``… at key <prefix>.fit.strategy`` for config-file messages."""
+    out = []
+    for error in errors:
+        message, sep, path = error.rpartition(" @ ")
+        if not sep:
+            out.append(error)
+            continue
+        key = ".".join(k for k in (prefix, path.removeprefix("$").lstrip(".")) if k)
+        out.append(f"{message} at key {key}" if key else f"{message} at the top level")
+    return out

@@ -1,0 +1,101 @@
+"""Text truncation on token boundaries, guaranteed to fit the token limit exactly.
+
+BPE is not prefix-stable (a cut can re-merge into more or fewer tokens), so each candidate is
+re-counted; a binary search over the number of kept tokens keeps that to O(log n) counts.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+
+from lamina.records import Tokenizer
+
+__all__ = [
+    "END_MARKER",
+    "MIDDLE_MARKER",
+    "START_MARKER",
+    "truncate_end",
+    "truncate_middle",
+    "truncate_never",
+    "truncate_start",
+]
+
+#: Appended after the kept beginning by ``truncate_end``.
+END_MARKER = "\n[… truncated]"
+#: Put before the kept end by ``truncate_start``.
+START_MARKER = "[truncated …]\n"
+#: Joins the kept head and tail in ``truncate_middle``.
+MIDDLE_MARKER = "\n[… truncated …]\n"
+
+
+def _fit(
+    text: str,
+    max_tokens: int,
+    tokenizer: Tokenizer,
+    fewest: Callable[[Sequence[int]], int],
+    build: Callable[[Sequence[int], int], str],
+) -> str | None:
+    """``text`` if it fits, else the candidate ``build(bounds, kept)`` with the most kept
+    tokens whose re-counted size fits, or ``None`` when not even ``fewest(bounds)`` fits.
+
+    ``fewest`` is the least ``kept`` that keeps a non-empty part of ``text`` (a character
+    spread over several tokens needs all of them); ``kept`` stays below ``len(bounds)``.
+    """
+    if tokenizer.count(text) <= max_tokens:
+        return text
+    bounds = tokenizer.boundaries(text)
+    best: str | None = None
+    # Invariant: candidate ``lo`` fits (or lo is below ``fewest``); candidate ``hi`` does not
+    # (or hi is the whole text). If nothing fits, ``fewest`` itself is the last one probed.
+    lo, hi = fewest(bounds) - 1, len(bounds)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        candidate = build(bounds, mid)
+        if tokenizer.count(candidate) <= max_tokens:
+            lo, best = mid, candidate
+        else:
+            hi = mid
+    return best
+
+
+def _first_cut(bounds: Sequence[int]) -> int:
+    """Index of the first token starting after offset 0: the fewest tokens a prefix can keep."""
+    return bisect.bisect_right(bounds, 0)
+
+
+def truncate_never(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
+    """``text`` unchanged if it fits, else ``None`` (the block may not be cut)."""
+    return text if tokenizer.count(text) <= max_tokens else None
+
+
+def truncate_end(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
+    """Keep the beginning of ``text`` and append ``END_MARKER``."""
+
+    def build(bounds: Sequence[int], kept: int) -> str:
+        return text[: bounds[kept]] + END_MARKER
+
+    return _fit(text, max_tokens, tokenizer, _first_cut, build)
+
+
+def truncate_start(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
+    """Keep the end of ``text`` behind ``START_MARKER``."""
+
+    def build(bounds: Sequence[int], kept: int) -> str:
+        return START_MARKER + text[bounds[len(bounds) - kept] :]
+
+    return _fit(text, max_tokens, tokenizer, lambda bounds: 1, build)
+
+
+def truncate_middle(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
+    """Keep the head and the tail of ``text`` (the head gets the odd token) around
+    ``MIDDLE_MARKER``."""
+
+    def build(bounds: Sequence[int], kept: int) -> str:
+        tail_tokens = kept // 2
+        head = text[: bounds[kept - tail_tokens]]
+        tail = text[bounds[len(bounds) - tail_tokens] :] if tail_tokens else ""
+        return head + MIDDLE_MARKER + tail
+
+    # One kept token is a head of one token; from two on the tail is never empty.
+    return _fit(text, max_tokens, tokenizer, lambda bounds: min(_first_cut(bounds), 2), build)
