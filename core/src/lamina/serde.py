@@ -23,7 +23,7 @@ _converter.register_structure_hook(int, lambda v, _: _strict(v, int))
 _converter.register_structure_hook(float, lambda v, _: float(_strict(v, (int, float))))
 _converter.register_structure_hook(bool, lambda v, _: _strict(v, bool))
 configure_tagged_union(
-    Part,  # type: ignore[arg-type]
+    Part,
     _converter,
     tag_generator=lambda cls: PART_TAGS[cls],
     tag_name="type",

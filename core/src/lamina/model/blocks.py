@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from attrs import Attribute, evolve, field, frozen, validators
 
-from lamina.model.messages import MessageRole, Part, TextPart, part_text
+from lamina.model.messages import MessageRole, Part, TextPart, ToolResultPart, part_text
 
 #: Where a block lands in the request. ``system``, ``history`` and ``event`` are the three
 #: physical layers of seed 000; ``before_history`` / ``after_history`` are seed 004's
@@ -104,6 +104,10 @@ class Block:
         if i is None:
             raise ValueError(f"block {self.id!r} has no single text part to replace")
         old = self.content[i]
-        new = evolve(old, text=text) if isinstance(old, TextPart) else evolve(old, content=text)  # type: ignore[misc]
+        new: Part = (
+            TextPart(text=text)
+            if isinstance(old, TextPart)
+            else ToolResultPart(call_id=old.call_id, content=text, is_error=old.is_error)  # type: ignore[union-attr]
+        )
         parts = (*self.content[:i], new, *self.content[i + 1 :])
         return evolve(self, content=parts, hash=content_hash(parts), token_count=None)

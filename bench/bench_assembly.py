@@ -1,0 +1,317 @@
+"""Assembly latency: Lamina vs LangChain's ``trim_messages`` on the same history, in one run.
+
+A deterministic history of alternating user/assistant turns is cut from the Python standard
+library's own source (top-level ``*.py`` files in sorted order, slice sizes from a seeded RNG),
+so it is real text, identical on every run of the same Python, and needs no network. Both
+systems trim it to the same budget with the same o200k_base encoding (Lamina's offline copy):
+
+* Lamina: ``gpt-4o``, ``budget.max_tokens`` = budget, no reserves, ``fit.strategy`` =
+  ``rollingWindow`` (the match for LangChain's ``strategy="last"``; the default
+  ``truncateMiddle`` is timed too). Cold = a fresh Assembler's first ``assemble`` (every block
+  tokenized); warm = ``assemble`` again on the same Assembler (counts memoized by content).
+* LangChain: ``trim_messages(strategy="last", start_on="human")`` with a ``token_counter`` that
+  sums ``len(enc.encode(m.content))``. It memoizes nothing, so cold is a call on freshly built
+  message objects and warm a call on the same list again.
+
+Run: ``.venv/bin/python bench/bench_assembly.py [--messages 1000] [--budget 128000] [--repeat 5]``
+Timings are medians and minimums of ``--repeat`` runs (wall clock, ``time.perf_counter``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import random
+import statistics
+import sys
+import sysconfig
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
+
+from lamina.model.blocks import Block
+from lamina.pipeline import Assembler
+from lamina.testing import StaticProvider, make_assembler
+from lamina.tokens import load_encoding
+
+SEED = 20260102
+ENCODING = "o200k_base"
+#: Slice sizes in characters; Python source runs ~3.5–4 characters per o200k token, so a
+#: message is roughly 300–600 tokens and 1,000 of them ~450k tokens, far above 128k.
+MIN_CHARS, MAX_CHARS = 1_200, 2_400
+CURRENT_MESSAGE = "Summarize what we covered so far."
+
+
+# -- data ----------------------------------------------------------------------------------
+
+
+def stdlib_sources() -> list[Path]:
+    """The standard library's top-level modules in sorted order (then the rest, if needed)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return sorted(root.glob("*.py")) + sorted(
+        p for p in root.rglob("*.py") if p.parent != root and "site-packages" not in p.parts
+    )
+
+
+def build_history(count: int, seed: int = SEED) -> list[tuple[str, str]]:
+    """``count`` (role, text) pairs, user first, each a run of whole lines of stdlib source."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    messages: list[tuple[str, str]] = []
+    files = iter(stdlib_sources())
+    while len(messages) < count:
+        target = rng.randint(MIN_CHARS, MAX_CHARS)
+        chunk: list[str] = []
+        size = 0
+        while size < target:
+            if not lines:
+                path = next(files)  # StopIteration here means the stdlib is too small
+                lines = path.read_text("utf-8", errors="replace").splitlines(keepends=True)
+                lines.reverse()
+                continue
+            line = lines.pop()
+            chunk.append(line)
+            size += len(line)
+        text = "".join(chunk).strip()
+        if text:
+            messages.append(("user" if len(messages) % 2 == 0 else "assistant", text))
+    return messages
+
+
+def lamina_blocks(history: Sequence[tuple[str, str]]) -> list[Block]:
+    """Session-layer blocks; a user message and its reply share a group (one turn)."""
+    return [
+        Block.text(f"m{i:05d}", "session", text, role=role, group=f"turn{i // 2:05d}")  # type: ignore[arg-type]
+        for i, (role, text) in enumerate(history)
+    ]
+
+
+def langchain_messages(history: Sequence[tuple[str, str]]) -> list[BaseMessage]:
+    return [
+        HumanMessage(content=text) if role == "user" else AIMessage(content=text)
+        for role, text in history
+    ]
+
+
+# -- systems under test ----------------------------------------------------------------------
+
+
+def lamina_config(budget: int, strategy: str) -> dict[str, Any]:
+    return {
+        "model": "gpt-4o",
+        "budget": {"max_tokens": budget, "reserve_response": 0, "reserve_tools": 0},
+        "fit": {"strategy": strategy},
+    }
+
+
+def new_assembler(blocks: list[Block], budget: int, strategy: str) -> Assembler:
+    return make_assembler(
+        lamina_config(budget, strategy),
+        plugins=[("bench-history", StaticProvider(blocks, name="bench-history"))],
+    )
+
+
+def make_counter(enc: Any) -> Callable[[list[BaseMessage]], int]:
+    def count(messages: list[BaseMessage]) -> int:
+        return sum(len(enc.encode(m.content, disallowed_special=())) for m in messages)  # type: ignore[arg-type]
+
+    return count
+
+
+def trim(messages: list[BaseMessage], budget: int, counter: Callable[..., int]) -> Any:
+    return trim_messages(
+        messages,
+        max_tokens=budget,
+        token_counter=counter,
+        strategy="last",
+        start_on="human",
+        include_system=False,
+    )
+
+
+# -- timing ----------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    gc.collect()
+    started = time.perf_counter()
+    result = fn()
+    return 1000 * (time.perf_counter() - started), result
+
+
+def stats(samples: list[float]) -> tuple[float, float]:
+    return statistics.median(samples), min(samples)
+
+
+class LaminaRunner:
+    """Cold: a fresh Assembler per sample (plugin resolution untimed), its first ``assemble``.
+    Warm: one primed Assembler, ``assemble`` again."""
+
+    def __init__(self, blocks: list[Block], budget: int, strategy: str) -> None:
+        self.blocks, self.budget, self.strategy = blocks, budget, strategy
+        self.warm_asm = new_assembler(blocks, budget, strategy)
+        self.warm_request = self.warm_asm.request(CURRENT_MESSAGE)
+        self.ctx = self.warm_asm.assemble(self.warm_request)  # prime the memo
+        self.cold: list[float] = []
+        self.warm: list[float] = []
+
+    def sample(self) -> None:
+        asm = new_assembler(self.blocks, self.budget, self.strategy)
+        request = asm.request(CURRENT_MESSAGE)
+        ms, _ = timed(lambda: asm.assemble(request))
+        self.cold.append(ms)
+        asm.close()
+        ms, self.ctx = timed(lambda: self.warm_asm.assemble(self.warm_request))
+        self.warm.append(ms)
+
+
+class LangChainRunner:
+    """Cold: ``trim_messages`` on freshly built message objects (building untimed).
+    Warm: on the same, already trimmed-once list again."""
+
+    def __init__(
+        self, history: Sequence[tuple[str, str]], budget: int, counter: Callable[..., int]
+    ) -> None:
+        self.history, self.budget, self.counter = history, budget, counter
+        self.messages = langchain_messages(history)
+        self.kept = trim(self.messages, budget, counter)
+        self.cold: list[float] = []
+        self.warm: list[float] = []
+
+    def sample(self) -> None:
+        fresh = langchain_messages(self.history)
+        ms, _ = timed(lambda: trim(fresh, self.budget, self.counter))
+        self.cold.append(ms)
+        ms, self.kept = timed(lambda: trim(self.messages, self.budget, self.counter))
+        self.warm.append(ms)
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def lamina_kept(ctx: Any) -> list[str]:
+    """Ids of the history blocks Lamina kept (the gap marker excluded)."""
+    return [
+        b.id
+        for b in ctx.report.blocks
+        if b.layer == "session" and b.plugin != "core" and b.status != "dropped"
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=1000)
+    parser.add_argument("--budget", type=int, default=128_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    budget, repeat = args.budget, args.repeat
+
+    enc = load_encoding(ENCODING)  # loaded once, before any timing, for both systems
+    history = build_history(args.messages)
+    sizes = [len(enc.encode(text, disallowed_special=())) for _, text in history]
+    blocks = lamina_blocks(history)
+    counter = make_counter(enc)
+
+    print(
+        f"machine: {platform.platform()} | {platform.machine()} | "
+        f"Python {platform.python_version()} ({platform.python_implementation()}) | "
+        f"{os.cpu_count()} CPUs"
+    )
+    print(
+        f"history: {len(history)} messages, {sum(sizes):,} {ENCODING} tokens "
+        f"({min(sizes)}–{max(sizes)} each, median {statistics.median(sizes):.0f}); "
+        f"budget {budget:,}; repeat {repeat}; seed {SEED}"
+    )
+    print()
+
+    strategies = ("rollingWindow", "truncateMiddle")
+    laminas = {s: LaminaRunner(blocks, budget, s) for s in strategies}
+    langchain = LangChainRunner(history, budget, counter)
+    # Interleaved rounds: background load on the machine hits every system alike.
+    for _ in range(repeat):
+        for runner in (*laminas.values(), langchain):
+            runner.sample()
+
+    rows: dict[str, tuple[list[float], list[float], int, int]] = {}
+    by_id = {b.id: n for n, b in zip(sizes, blocks, strict=True)}
+    for strategy, runner in laminas.items():
+        ctx = runner.ctx
+        kept = lamina_kept(ctx)
+        used = ctx.token_budget.used
+        if used.total > budget:  # a correctness check, not a timing assertion
+            print(f"ERROR: Lamina ({strategy}) used {used.total} tokens > budget {budget}")
+            return 1
+        rows[f"Lamina ({strategy})"] = (
+            runner.cold,
+            runner.warm,
+            len(kept),
+            sum(by_id[i] for i in kept),
+        )
+        print(
+            f"Lamina ({strategy}): kept {len(kept)} messages; used.total {used.total:,} "
+            f"<= {budget:,} (history {used.history:,} incl. the gap marker, "
+            f"current message {used.event})"
+        )
+    lc_tokens = counter(langchain.kept)
+    rows["LangChain trim_messages"] = (
+        langchain.cold,
+        langchain.warm,
+        len(langchain.kept),
+        lc_tokens,
+    )
+    print(f"LangChain trim_messages: kept {len(langchain.kept)} messages; {lc_tokens:,} tokens")
+
+    calls = encoded = 0
+
+    def counting(messages: list[BaseMessage]) -> int:
+        nonlocal calls, encoded
+        calls, encoded = calls + 1, encoded + len(messages)
+        return counter(messages)
+
+    trim(langchain_messages(history), budget, counting)
+    print(
+        f"  (its token_counter ran {calls} times over {encoded:,} messages in one trim: "
+        "the binary search re-counts every prefix it tries)"
+    )
+    print()
+
+    header = (
+        f"{'system':<28} {'cold median':>12} {'cold min':>10} {'warm median':>12} "
+        f"{'warm min':>10} {'kept msgs':>10} {'kept tokens':>12}"
+    )
+    print(header)
+    print("-" * len(header))
+    for label, (cold, warm, kept_n, kept_tokens) in rows.items():
+        (cm, cn), (wm, wn) = stats(cold), stats(warm)
+        print(
+            f"{label:<28} {cm:>10.1f}ms {cn:>8.1f}ms {wm:>10.1f}ms {wn:>8.1f}ms "
+            f"{kept_n:>10} {kept_tokens:>12,}"
+        )
+    print("(kept tokens: message content only, o200k_base, counted the same way for both)")
+    print()
+
+    print("ratio = LangChain time / Lamina time (> 1 means Lamina is faster), median (min)")
+    lc_cold, lc_warm = stats(langchain.cold), stats(langchain.warm)
+    for strategy, runner in laminas.items():
+        cold, warm = stats(runner.cold), stats(runner.warm)
+        print(
+            f"  vs Lamina ({strategy}): cold {lc_cold[0] / cold[0]:.2f}x "
+            f"({lc_cold[1] / cold[1]:.2f}x), warm {lc_warm[0] / warm[0]:.2f}x "
+            f"({lc_warm[1] / warm[1]:.2f}x)"
+        )
+    print()
+    for strategy, runner in laminas.items():
+        shown = ", ".join(f"{k} {v:.1f}" for k, v in runner.ctx.report.timings_ms.items())
+        print(f"Lamina ({strategy}) warm phases, last run (ms): {shown}")
+    for runner in laminas.values():
+        runner.warm_asm.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

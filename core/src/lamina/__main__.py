@@ -1,0 +1,5 @@
+"""``python -m lamina``: the command line."""
+
+from lamina.cli import main
+
+main()

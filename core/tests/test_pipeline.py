@@ -1,0 +1,396 @@
+"""The assembly pipeline: placement, compression order, guarantees, providers, wrappers."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import pytest
+from kernel_helpers import tool_turn, turn, words
+
+import lamina
+from lamina import Block, BudgetError, ProviderError, Tool
+from lamina.serde import to_json, unstructure
+from lamina.testing import StaticProvider, make_assembler
+from lamina.tokens import TiktokenTokenizer
+
+O200K = TiktokenTokenizer("o200k_base")
+
+
+def build(blocks, **config):
+    config.setdefault("model", "gpt-4o")
+    config.setdefault("budget", {"reserve_response": 0, "reserve_tools": 0})
+    return make_assembler(config, plugins=[("fixture", StaticProvider(blocks))])
+
+
+def statuses(ctx):
+    return {b.id: b.status for b in ctx.report.blocks}
+
+
+def test_layers_land_in_their_physical_layers():
+    blocks = [
+        Block.text("rules", "workspace", "Rule one.", trusted=True),
+        Block.text("soul", "persona", "I am Atlas.", trusted=True),
+        *turn(1, "hi", "hello"),
+        Block.text("mem", "memory", "User likes tea.", title="Memory"),
+    ]
+    ctx = build(blocks).assemble(build(blocks).request("what now?"))
+    assert ctx.system_prompt.index("Rule one.") < ctx.system_prompt.index("I am Atlas.")
+    assert [m.role for m in ctx.history] == ["user", "assistant"]
+    assert [m.text for m in ctx.history] == ["hi", "hello"]
+    current = ctx.current_message.text
+    assert (
+        current.index("User likes tea.")
+        < current.index("Current time:")
+        < current.index("what now?")
+    )
+    assert current.endswith("what now?")
+    assert "User likes tea." not in ctx.system_prompt
+
+
+def test_placement_is_configurable():
+    blocks = [Block.text("mem", "memory", "User likes tea.", title="Memory"), *turn(1, "hi", "yo")]
+    a = build(blocks, placement={"memory": "before_history"})
+    ctx = a.assemble(a.request("q"))
+    assert "User likes tea." in ctx.history[0].text
+    assert "User likes tea." not in ctx.current_message.text
+    a = build(blocks, layers={"memory": {"placement": "system"}})
+    assert "User likes tea." in a.assemble(a.request("q")).system_prompt
+
+
+def test_memory_is_cut_before_history():
+    blocks = [*turn(1, words(60), words(60, 1)), Block.text("mem", "memory", words(200, 2))]
+    a = build(blocks)
+    full = a.assemble(a.request("q")).token_budget.used.total
+    a = build(blocks, budget={"max_tokens": full - 50, "reserve_response": 0, "reserve_tools": 0})
+    ctx = a.assemble(a.request("q"))
+    st = statuses(ctx)
+    assert st["mem"] in ("truncated", "dropped")
+    assert st["t1:u"] == st["t1:a"] == "kept"
+    assert ctx.token_budget.used.total <= full - 50
+
+
+def test_required_blocks_are_never_cut_and_budget_error_says_by_how_much():
+    blocks = [Block.text("rules", "workspace", words(300), trusted=True)]
+    a = build(blocks, budget={"max_tokens": 100, "reserve_response": 0, "reserve_tools": 0})
+    with pytest.raises(BudgetError) as info:
+        a.assemble(a.request("q"))
+    assert info.value.available == 100
+    assert f"over by {info.value.overage}" in str(info.value)
+    # The rules alone are larger than the budget: the overage is at least their excess.
+    assert info.value.overage >= O200K.count(words(300)) - 100
+
+
+def test_history_cut_keeps_minimum_recent_turns_and_marks_the_gap():
+    blocks = [b for n in range(12) for b in turn(n, words(40, n), words(40, n + 50))]
+    a = build(
+        blocks,
+        budget={"max_tokens": 1200, "reserve_response": 0, "reserve_tools": 0},
+        fit={"strategy": "truncateMiddle", "minimum_recent": 4},
+    )
+    ctx = a.assemble(a.request("q"))
+    texts = [m.text for m in ctx.history]
+    # The last four turns are all there, verbatim.
+    for n in range(8, 12):
+        assert words(40, n) in texts and words(40, n + 50) in texts
+    # The first turn is kept (truncateMiddle keeps the beginning) and a marker stands in the gap.
+    assert texts[0] == words(40, 0)
+    markers = [t for t in texts if "earlier messages omitted" in t]
+    assert len(markers) == 1
+    assert ctx.token_budget.used.total <= 1200
+    assert len(texts) < 24
+
+
+def test_rolling_window_drops_oldest_first():
+    blocks = [b for n in range(10) for b in turn(n, words(40, n), words(40, n + 50))]
+    a = build(
+        blocks,
+        budget={"max_tokens": 900, "reserve_response": 0, "reserve_tools": 0},
+        fit={"strategy": "rollingWindow", "minimum_recent": 1},
+    )
+    ctx = a.assemble(a.request("q"))
+    kept = [
+        b.id
+        for b in ctx.report.blocks
+        if b.layer == "session" and b.status == "kept" and ":" in b.id and b.id.startswith("t")
+    ]
+    turns_kept = sorted({int(k[1:].split(":")[0]) for k in kept})
+    assert turns_kept == list(range(10 - len(turns_kept), 10))
+    assert 0 < len(turns_kept) < 10
+
+
+def test_stop_at_limit_refuses_and_lists_what_would_go():
+    blocks = [b for n in range(10) for b in turn(n, words(40, n), words(40, n + 50))]
+    a = build(
+        blocks,
+        budget={"max_tokens": 600, "reserve_response": 0, "reserve_tools": 0},
+        fit={"strategy": "stopAtLimit", "minimum_recent": 1},
+    )
+    with pytest.raises(BudgetError) as info:
+        a.assemble(a.request("q"))
+    assert "would have to go: t0:u, t0:a" in str(info.value)
+
+
+def test_tool_calls_and_results_are_cut_together():
+    blocks = [b for n in range(8) for b in tool_turn(n, f"read f{n}", words(80, n))]
+    a = build(
+        blocks,
+        budget={"max_tokens": 500, "reserve_response": 0, "reserve_tools": 0},
+        fit={"strategy": "rollingWindow", "minimum_recent": 1},
+    )
+    ctx = a.assemble(a.request("q"))
+    calls = {p.id for m in ctx.history for p in m.content if isinstance(p, lamina.ToolCallPart)}
+    results = {
+        p.call_id for m in ctx.history for p in m.content if isinstance(p, lamina.ToolResultPart)
+    }
+    assert calls == results and calls
+
+
+def test_layer_cap_keeps_one_layer_from_crowding_out_another():
+    blocks = [Block.text(f"m{i}", "memory", words(50, i), priority=i / 10) for i in range(10)]
+    a = build(blocks, layers={"memory": {"max_tokens": 200}})
+    ctx = a.assemble(a.request("q"))
+    memory = next(lr for lr in ctx.report.layers if lr.layer == "memory")
+    assert memory.tokens <= 200 and memory.cap == 200
+    st = statuses(ctx)
+    # Lowest priority goes first.
+    assert st["m0"] == "dropped" and st["m9"] == "kept"
+    a = build(
+        blocks,
+        budget={"max_tokens": 2000, "reserve_response": 0, "reserve_tools": 0},
+        layers={"memory": {"share": 0.1}},
+    )
+    memory = next(lr for lr in a.assemble(a.request("q")).report.layers if lr.layer == "memory")
+    assert memory.tokens <= 200
+
+
+def test_truncated_block_keeps_a_visible_marker_and_reports_before_and_after():
+    blocks = [Block.text("log", "memory", words(400), truncation="start", priority=0.2)]
+    a = build(blocks, layers={"memory": {"max_tokens": 120}})
+    ctx = a.assemble(a.request("q"))
+    rep = next(b for b in ctx.report.blocks if b.id == "log")
+    assert rep.status == "truncated" and rep.strategy == "start"
+    assert rep.tokens <= 120 < rep.original_tokens
+    assert "[truncated …]" in ctx.current_message.text
+
+
+def test_block_max_tokens_and_min_tokens():
+    blocks = [
+        Block.text("capped", "memory", words(300), max_tokens=50, truncation="end"),
+        Block.text("tiny", "memory", words(300, 3), max_tokens=50, min_tokens=60, truncation="end"),
+    ]
+    a = build(blocks)
+    st = {b.id: b for b in a.assemble(a.request("q")).report.blocks}
+    assert st["capped"].status == "truncated" and st["capped"].tokens <= 50
+    assert st["tiny"].status == "dropped"
+
+
+def test_same_inputs_give_identical_bytes():
+    blocks = [
+        Block.text("rules", "workspace", "Rules.", trusted=True),
+        *(b for n in range(9) for b in turn(n, words(30, n), words(30, n + 9))),
+    ]
+
+    def once():
+        a = build(blocks, budget={"max_tokens": 1000, "reserve_response": 0, "reserve_tools": 0})
+        ctx = a.assemble(a.request("q"))
+        assert any(b.status == "dropped" for b in ctx.report.blocks)
+        data = unstructure(ctx)
+        data["report"]["timings_ms"] = {}
+        return data
+
+    assert once() == once()
+
+
+def test_counts_are_memoized_across_assemblies():
+    blocks = [b for n in range(20) for b in turn(n, words(30, n), words(30, n + 9))]
+    a = build(blocks)
+    a.assemble(a.request("first"))
+    counter = a.model("gpt-4o").counter
+    misses = counter.misses
+    a.assemble(a.request("first"))
+    assert counter.misses == misses  # nothing re-tokenized
+    a.assemble(a.request("a different message"))
+    assert counter.misses - misses <= 3  # only the new event text
+
+
+def test_stable_prefix_extends_when_history_grows():
+    rules = Block.text("rules", "workspace", "Rules.", trusted=True)
+    one = [rules, *turn(1, "a", "b")]
+    two = [*one, *turn(2, "c", "d")]
+    c1 = build(one).assemble(build(one).request("x"))
+    c2 = build(two).assemble(build(two).request("y"))
+    assert c1.system_prompt == c2.system_prompt
+    assert c2.history[: len(c1.history)] == c1.history
+    assert c2.report.stable_prefix.tokens > c1.report.stable_prefix.tokens
+    assert c1.report.stable_prefix.sha256 != c2.report.stable_prefix.sha256
+
+
+def test_budget_follows_seed_000():
+    a = build([], budget={"reserve_response": 4000, "reserve_tools": 8000})
+    b = a.assemble(a.request("hi")).token_budget
+    assert b.model_limit == 128_000
+    assert b.available == 128_000 - 4000 - 8000
+    assert b.used.total == b.used.system_prompt + b.used.history + b.used.event
+    assert b.remaining == b.available - b.used.total
+    assert b.used.event == O200K.count(a.assemble(a.request("hi")).current_message.text)
+
+
+def test_max_tokens_caps_available():
+    a = build([])
+    req = a.request("hi", max_tokens=5000)
+    assert a.assemble(req).token_budget.available == 5000
+
+
+def test_manager_gets_platform_context_worker_does_not():
+    a = build([])
+    kwargs = {
+        "platform": "imessage",
+        "platform_actions": ("react", "reply"),
+        "channel": "dm",
+        "time": datetime(2026, 5, 1, 12, 0, tzinfo=UTC),
+        "timezone": "Europe/Paris",
+    }
+    manager = a.assemble(a.request("hi", role="manager", **kwargs)).current_message.text
+    worker = a.assemble(a.request("hi", role="worker", **kwargs)).current_message.text
+    assert "Platform: imessage" in manager and "Available actions: react, reply" in manager
+    assert "Platform" not in worker and "Available actions" not in worker
+    assert "Current time: 2026-05-01T14:00:00+02:00" in worker
+    assert "Timezone: Europe/Paris" in worker
+
+
+def test_hook_data_reaches_the_current_message():
+    a = build([])
+    text = a.assemble(
+        a.request("hi", hook_data={"calendar": {"next": "standup"}})
+    ).current_message.text
+    assert 'Hook calendar: {"next": "standup"}' in text
+
+
+def test_tools_are_filtered_by_permission():
+    tools = (
+        Tool(name="email-send", permission="email-send"),
+        Tool(name="shell", permission="shell"),
+        Tool(name="clock"),
+    )
+    a = build([])
+    names = [
+        t.name for t in a.assemble(a.request("hi", tools=tools, permissions=("email-*",))).tools
+    ]
+    assert names == ["email-send", "clock"]
+
+
+def test_providers_run_concurrently():
+    # Each provider waits for the other at a barrier: run one after the other, both would time out.
+    barrier = threading.Barrier(2, timeout=5)
+
+    def meet(name):
+        def provide(ctx):
+            barrier.wait()
+            yield Block.text(name, "memory", name)
+
+        return provide
+
+    a = make_assembler(
+        {"model": "gpt-4o"},
+        plugins=[
+            ("one", StaticProvider(meet("one"), name="one", required=True)),
+            ("two", StaticProvider(meet("two"), name="two", required=True)),
+        ],
+    )
+    ctx = a.assemble(a.request("q"))
+    assert {"one", "two"} <= {b.id for b in ctx.report.blocks}
+
+
+def test_optional_provider_failure_is_a_warning_required_is_an_error():
+    def boom(ctx):
+        raise RuntimeError("database is down")
+
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("flaky", StaticProvider(boom, name="flaky"))])
+    ctx = a.assemble(a.request("q"))
+    assert any("flaky" in w and "database is down" in w for w in ctx.report.warnings)
+    a = make_assembler(
+        {"model": "gpt-4o"}, plugins=[("flaky", StaticProvider(boom, name="flaky", required=True))]
+    )
+    with pytest.raises(ProviderError, match="flaky.*database is down"):
+        a.assemble(a.request("q"))
+
+
+def test_slow_optional_provider_is_dropped_with_a_warning():
+    release = threading.Event()
+
+    def slow(ctx):
+        release.wait(10)
+        yield Block.text("late", "memory", "late")
+
+    a = make_assembler(
+        {"model": "gpt-4o"}, plugins=[("slow", StaticProvider(slow, name="slow", timeout=0.2))]
+    )
+    try:
+        ctx = a.assemble(a.request("q"))
+    finally:
+        release.set()
+        a.close()
+    assert any("slow" in w and "timed out" in w for w in ctx.report.warnings)
+    assert "late" not in {b.id for b in ctx.report.blocks}
+
+
+def test_bad_blocks_from_a_provider_name_the_plugin():
+    a = make_assembler(
+        {"model": "gpt-4o"},
+        plugins=[("odd", StaticProvider([Block.text("x", "nowhere", "x")], name="odd"))],
+    )
+    with pytest.raises(ProviderError, match="plugin 'odd'.*unknown layer 'nowhere'"):
+        a.assemble(a.request("q"))
+    a = make_assembler(
+        {"model": "gpt-4o"},
+        plugins=[
+            ("a", StaticProvider([Block.text("x", "memory", "x")], name="a")),
+            ("b", StaticProvider([Block.text("x", "memory", "y")], name="b")),
+        ],
+    )
+    with pytest.raises(ProviderError, match="'x' is yielded twice"):
+        a.assemble(a.request("q"))
+
+
+def test_wrapper_can_inject_and_observe():
+    seen = []
+
+    class Tracer:
+        @lamina.hookimpl(wrapper=True)
+        def lamina_wrap_assembly(self, call):
+            from attrs import evolve
+
+            call.request = evolve(
+                call.request, event=evolve(call.request.event, hook_data={"injected": "yes"})
+            )
+            result = yield
+            seen.append(result.report.stable_prefix.tokens)
+            return result
+
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("tracer", Tracer())])
+    ctx = a.assemble(a.request("q"))
+    assert "Hook injected: yes" in ctx.current_message.text
+    assert seen == [ctx.report.stable_prefix.tokens]
+
+
+def test_unknown_model_is_assumed_128k_with_a_warning_and_estimated():
+    a = build([], model="mystery-model-7")
+    ctx = a.assemble(a.request("hello"))
+    assert ctx.token_budget.model_limit == 128_000
+    assert any("mystery-model-7" in w for w in ctx.report.warnings)
+    assert ctx.report.tokenizer.exact is False
+
+
+def test_date_suffixed_models_are_normalized():
+    a = build([], model="claude-sonnet-4-20250514")
+    ctx = a.assemble(a.request("hello"))
+    assert ctx.token_budget.model_limit == 200_000
+    assert ctx.report.warnings == ()
+
+
+def test_json_round_trip_of_an_assembled_context():
+    blocks = [*tool_turn(1, "read it", "print('hi')"), Block.text("m", "memory", "note")]
+    a = build(blocks)
+    ctx = a.assemble(a.request("q", time=datetime(2026, 1, 1, tzinfo=UTC)))
+    assert lamina.from_json(to_json(ctx), lamina.AssembledContext) == ctx
