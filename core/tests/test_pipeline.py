@@ -394,3 +394,21 @@ def test_json_round_trip_of_an_assembled_context():
     a = build(blocks)
     ctx = a.assemble(a.request("q", time=datetime(2026, 1, 1, tzinfo=UTC)))
     assert lamina.from_json(to_json(ctx), lamina.AssembledContext) == ctx
+
+
+def test_adapters_are_resolved_and_build_payloads():
+    class Echo:
+        @lamina.hookimpl
+        def lamina_adapters(self):
+            return [lamina.Adapter(
+                name="echo",
+                build_request=lambda ctx, opts: {"system": ctx.system_prompt, **opts},
+                parse_usage=lambda resp: lamina.Usage(input_tokens=resp["in"]),
+            )]
+
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("echo", Echo())])
+    ctx = a.assemble(a.request("q"))
+    assert a.payload(ctx, "echo", temperature=0) == {"system": "", "temperature": 0}
+    assert a.adapter("echo").parse_usage({"in": 7}).input_tokens == 7
+    with pytest.raises(lamina.ConfigError, match="no adapter for provider 'nope'; installed: echo"):
+        a.payload(ctx, "nope")

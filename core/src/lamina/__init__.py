@@ -38,9 +38,11 @@ from lamina.model import (
     Tool,
     ToolCallPart,
     ToolResultPart,
+    Usage,
 )
 from lamina.pipeline import Assembler, AssemblyCall
 from lamina.records import (
+    Adapter,
     FitStrategy,
     Formatter,
     HistoryCut,
@@ -61,6 +63,7 @@ __all__ = [
     "PERSONA",
     "SESSION",
     "WORKSPACE",
+    "Adapter",
     "AssembledContext",
     "Assembler",
     "AssemblyCall",
@@ -99,6 +102,7 @@ __all__ = [
     "ToolFilter",
     "ToolResultPart",
     "Truncator",
+    "Usage",
     "from_json",
     "hookimpl",
     "hookspec",

@@ -54,9 +54,12 @@ def _progress(phase: str) -> None:
     help="A permission granted to the caller (repeatable).",
 )
 @click.option(
+    "--provider", help="Provider adapter for --format payload (default: the model's provider)."
+)
+@click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "text", "report"]),
+    type=click.Choice(["json", "text", "report", "payload"]),
     default="json",
     show_default=True,
 )
@@ -72,6 +75,7 @@ def assemble(
     max_tokens: int | None,
     event_time: str | None,
     permissions: tuple[str, ...],
+    provider: str | None,
     fmt: str,
     show_report: bool,
 ) -> None:
@@ -111,9 +115,12 @@ def assemble(
         )
         with assembler:
             ctx = assembler.assemble(assembler.request(message, **fields))
+            payload = assembler.payload(ctx, provider) if fmt == "payload" else None
     except LaminaError as exc:
         _fail(exc)
-    if fmt == "json":
+    if payload is not None:
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    elif fmt == "json":
         click.echo(to_json(ctx, indent=2))
     elif fmt == "report":
         click.echo(dump_yaml(report_document(ctx)), nl=False)

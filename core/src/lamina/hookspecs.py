@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from lamina.model import AssembledContext
     from lamina.pipeline import AssemblyCall
     from lamina.records import (
+        Adapter,
         FitStrategy,
         Formatter,
         LayerProvider,
@@ -208,6 +209,19 @@ def lamina_wrap_assembly(  # type: ignore[empty-body]
             result = yield
             log.info("assembled in %.1f ms", 1000 * (time.perf_counter() - started))
             return result
+    """
+
+
+@hookspec
+def lamina_adapters(config: LaminaConfig, settings: Any) -> Iterable[Adapter]:  # type: ignore[empty-body]
+    """Return provider adapters (``lamina assemble --provider NAME --format payload``).
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_adapters():
+            return [Adapter(name="echo", build_request=lambda ctx, opts: {"prompt": ctx.system_prompt},
+                            parse_usage=lambda resp: Usage(input_tokens=resp["in"]))]
     """
 
 

@@ -44,6 +44,7 @@ from lamina.model.report import (
 from lamina.model.request import AssemblyRequest, Event, Tool
 from lamina.plugins import Attributed, PluginHost, Registry
 from lamina.records import (
+    Adapter,
     FitStrategy,
     Formatter,
     LayerProvider,
@@ -211,6 +212,23 @@ class Assembler:
                 counter=TokenCounter(tok),
             )
         return self._models[name]
+
+    def adapter(self, name: str) -> Adapter:
+        """The adapter named ``name`` (``ConfigError`` naming the known ones otherwise)."""
+        found = self.registry.adapters.get(name)
+        if found is None:
+            raise ConfigError(
+                f"no adapter for provider {name!r}; installed: {_names(self.registry.adapters)}",
+                key="provider",
+            )
+        adapter: Adapter = found.record
+        return adapter
+
+    def payload(
+        self, context: AssembledContext, provider: str | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """The provider request for ``context`` (provider: argument, else the context's)."""
+        return self.adapter(provider or context.provider).build_request(context, options)
 
     def close(self) -> None:
         if self._executor is not None:

@@ -22,6 +22,7 @@ from lamina import hookspecs
 from lamina.config import LaminaConfig
 from lamina.errors import LaminaWarning, PluginError, SerdeError
 from lamina.records import (
+    Adapter,
     FitStrategy,
     Formatter,
     LayerProvider,
@@ -89,6 +90,7 @@ class Registry:
     formatters: dict[str, Attributed]
     summarizers: dict[str, Attributed]
     tool_filters: tuple[Attributed, ...]
+    adapters: dict[str, Attributed]
 
     def layer(self, name: str) -> LayerSpec:
         spec: LayerSpec = self.layers[name].record
@@ -305,6 +307,7 @@ class PluginHost:
             formatters=self._named("lamina_formatters", Formatter, "formatter"),
             summarizers=self._named("lamina_summarizers", Summarizer, "summarizer"),
             tool_filters=tuple(filters.values()),
+            adapters=self._named("lamina_adapters", Adapter, "adapter"),
         )
 
     def first(self, hook: str, **kwargs: Any) -> tuple[Any, str] | None:

@@ -6,7 +6,7 @@ each to the plugin that supplied it and rejects two records of one kind with one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -14,7 +14,9 @@ from attrs import field, frozen, validators
 
 from lamina.model.blocks import PLACEMENTS, Block, Placement
 from lamina.model.budget import TokenBudget
+from lamina.model.context import AssembledContext
 from lamina.model.request import AssemblyRequest, Tool
+from lamina.model.usage import Usage
 
 if TYPE_CHECKING:
     from lamina.config import LaminaConfig
@@ -156,4 +158,28 @@ class ToolFilter:
 
     name: str
     allows: Callable[[Tool, AssemblyRequest], bool]
+    description: str = ""
+
+
+def _never_overflow(_error: object) -> bool:
+    return False
+
+
+@frozen(kw_only=True)
+class Adapter:
+    """Turns an ``AssembledContext`` into one provider's request, and reads its usage back.
+
+    ``build_request(context, options)`` returns the request body as plain JSON data;
+    ``parse_usage(response)`` reads the provider's usage (a response object or its JSON);
+    ``is_context_overflow(error)`` says whether an error (exception or error JSON) means the
+    context was too long, which sends the host down the reactive-compaction path.
+    ``native_system`` is false for providers with no system field (it then goes first in the
+    messages).
+    """
+
+    name: str
+    build_request: Callable[[AssembledContext, Mapping[str, Any]], dict[str, Any]]
+    parse_usage: Callable[[Any], Usage]
+    is_context_overflow: Callable[[Any], bool] = _never_overflow
+    native_system: bool = True
     description: str = ""

@@ -40,6 +40,7 @@ from lamina.model.request import (
     ModelConfig,
     Tool,
 )
+from lamina.model.usage import Usage
 
 __all__ = [
     "AGENT_ROLES",
@@ -73,6 +74,7 @@ __all__ = [
     "Tool",
     "ToolCallPart",
     "ToolResultPart",
+    "Usage",
     "content_hash",
     "part_text",
 ]
