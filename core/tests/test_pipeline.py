@@ -335,21 +335,61 @@ def test_slow_optional_provider_is_dropped_with_a_warning():
     assert "late" not in {b.id for b in ctx.report.blocks}
 
 
-def test_bad_blocks_from_a_provider_name_the_plugin():
+def test_bad_blocks_from_a_required_provider_name_the_plugin():
+    bad = [Block.text("x", "nowhere", "x")]
     a = make_assembler(
-        {"model": "gpt-4o"},
-        plugins=[("odd", StaticProvider([Block.text("x", "nowhere", "x")], name="odd"))],
+        {"model": "gpt-4o"}, plugins=[("odd", StaticProvider(bad, name="odd", required=True))]
     )
     with pytest.raises(ProviderError, match="plugin 'odd'.*unknown layer 'nowhere'"):
         a.assemble(a.request("q"))
     a = make_assembler(
         {"model": "gpt-4o"},
         plugins=[
-            ("a", StaticProvider([Block.text("x", "memory", "x")], name="a")),
-            ("b", StaticProvider([Block.text("x", "memory", "y")], name="b")),
+            ("a", StaticProvider([Block.text("x", "memory", "x")], name="a", required=True)),
+            ("b", StaticProvider([Block.text("x", "memory", "y")], name="b", required=True)),
         ],
     )
-    with pytest.raises(ProviderError, match="'x' is yielded twice"):
+    with pytest.raises(ProviderError, match="'x' twice"):
+        a.assemble(a.request("q"))
+
+
+def test_bad_blocks_from_an_optional_provider_are_left_out_with_a_warning():
+    blocks = [Block.text("fine", "memory", "fine"), Block.text("x", "nowhere", "x")]
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("odd", StaticProvider(blocks, name="odd"))])
+    ctx = a.assemble(a.request("q"))
+    assert any("odd" in w and "unknown layer 'nowhere'" in w for w in ctx.report.warnings)
+    assert "fine" not in {b.id for b in ctx.report.blocks}  # all or nothing per provider
+
+
+def test_a_provider_may_only_yield_the_layers_it_declares():
+    class Declared:
+        @lamina.hookimpl
+        def lamina_layer_providers(self):
+            return [
+                lamina.LayerProvider(
+                    name="mem",
+                    layers=("memory",),
+                    required=True,
+                    provide=lambda ctx: [Block.text("s", "persona", "x")],
+                )
+            ]
+
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("declared", Declared())])
+    with pytest.raises(ProviderError, match="layer 'persona', but declares only memory"):
+        a.assemble(a.request("q"))
+
+
+def test_required_block_over_its_own_cap_is_truncated_never_dropped():
+    blocks = [Block.text("must", "workspace", words(200), max_tokens=40, truncation="never")]
+    a = build(blocks)
+    ctx = a.assemble(a.request("q"))
+    assert words(200) in ctx.system_prompt
+    assert any("'must'" in w and "kept whole" in w for w in ctx.report.warnings)
+
+
+def test_reserves_larger_than_the_window_are_a_config_error():
+    a = build([], model="gpt-4", budget={"reserve_response": 4096, "reserve_tools": 8192})
+    with pytest.raises(lamina.ConfigError, match="key budget.*leave nothing"):
         a.assemble(a.request("q"))
 
 
@@ -400,11 +440,13 @@ def test_adapters_are_resolved_and_build_payloads():
     class Echo:
         @lamina.hookimpl
         def lamina_adapters(self):
-            return [lamina.Adapter(
-                name="echo",
-                build_request=lambda ctx, opts: {"system": ctx.system_prompt, **opts},
-                parse_usage=lambda resp: lamina.Usage(input_tokens=resp["in"]),
-            )]
+            return [
+                lamina.Adapter(
+                    name="echo",
+                    build_request=lambda ctx, opts: {"system": ctx.system_prompt, **opts},
+                    parse_usage=lambda resp: lamina.Usage(input_tokens=resp["in"]),
+                )
+            ]
 
     a = make_assembler({"model": "gpt-4o"}, plugins=[("echo", Echo())])
     ctx = a.assemble(a.request("q"))
@@ -412,3 +454,13 @@ def test_adapters_are_resolved_and_build_payloads():
     assert a.adapter("echo").parse_usage({"in": 7}).input_tokens == 7
     with pytest.raises(lamina.ConfigError, match="no adapter for provider 'nope'; installed: echo"):
         a.payload(ctx, "nope")
+
+
+def test_stable_prefix_leaves_out_the_after_history_message():
+    blocks = [*turn(1, "a", "b"), Block.text("mem", "memory", "changes every turn")]
+    a = build(blocks, placement={"memory": "after_history"})
+    with_memory = a.assemble(a.request("q"))
+    assert "changes every turn" in with_memory.history[-1].text
+    b = build(list(turn(1, "a", "b")))
+    without = b.assemble(b.request("q"))
+    assert with_memory.report.stable_prefix == without.report.stable_prefix

@@ -228,3 +228,8 @@ def test_lamina_plugins_command_lists_installed_and_broken(site):
     assert "lamina_layer_providers" in listed["greeter"]["hooks"]
     assert "needs libfoo" in listed["broken"]["error"]
     assert listed["tiktoken"]["builtin"] is True
+
+
+def test_section_for_a_plugin_without_settings_is_an_error():
+    with pytest.raises(PluginError, match="'static': takes no settings.*plugins.static"):
+        host({"plugins": {"static": {"x": 1}}}, entry_points=False)

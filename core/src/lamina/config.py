@@ -75,11 +75,11 @@ class StaticBlockConfig:
     layer: str = "workspace"
     text: str | None = None
     file: str | None = None
-    priority: float = 0.5
+    priority: float = field(default=0.5, validator=[validators.ge(0.0), validators.le(1.0)])
     truncation: str = "end"
     required: bool | None = None
-    min_tokens: int = 0
-    max_tokens: int | None = None
+    min_tokens: int = field(default=0, validator=validators.ge(0))
+    max_tokens: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
     title: str | None = None
     tag: str | None = None
     trusted: bool = True
@@ -121,6 +121,16 @@ class LaminaConfig:
     plugins: PluginsConfig = field(factory=PluginsConfig)
     sections: dict[str, dict[str, Any]] = field(factory=dict)
     path: str | None = None
+
+    def key(self, path: str) -> str:
+        """``path`` as the user wrote it: prefixed with ``tool.lamina.`` for pyproject.toml."""
+        in_pyproject = self.path is not None and Path(self.path).name == "pyproject.toml"
+        return f"tool.lamina.{path}" if in_pyproject else path
+
+    @property
+    def where(self) -> str:
+        """The config file's path, or ``config`` for built-in defaults."""
+        return self.path or "config"
 
     @property
     def root(self) -> Path:
@@ -184,6 +194,9 @@ def _read(path: Path) -> LaminaConfig:
 def parse_config(data: dict[str, Any], *, file: str | None, prefix: str = "") -> LaminaConfig:
     """Validate plain data (as TOML gives it) into a ``LaminaConfig``."""
     data = dict(data)
+    for reserved in ("path", "sections"):
+        if reserved in data:
+            raise ConfigError("unknown key", file=file, key=f"{prefix}{reserved}")
     plugins = dict(data.pop("plugins", {}) or {})
     if not isinstance(plugins, dict):
         raise ConfigError("expected a table", file=file, key=f"{prefix}plugins")
@@ -198,8 +211,6 @@ def parse_config(data: dict[str, Any], *, file: str | None, prefix: str = "") ->
             )
     data["plugins"] = plugins
     data["sections"] = sections
-    if "path" in data:
-        raise ConfigError("unknown key", file=file, key=f"{prefix}path")
     try:
         config = structure(data, LaminaConfig, file=file, what="config")
     except SerdeError as exc:

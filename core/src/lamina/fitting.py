@@ -77,6 +77,10 @@ class Fitter:
         item.tokens = 0
         return before
 
+    def truncate_to(self, item: Item, limit: int) -> bool:
+        """Truncate one block to at most ``limit`` tokens by its own strategy (never drops)."""
+        return item.block.truncation != "never" and self._truncate(item, limit)
+
     def _truncate(self, item: Item, limit: int) -> bool:
         truncator = self.truncators[item.block.truncation]
         if item.block.text_part_index() is None:

@@ -10,8 +10,11 @@ implementation once per ``Assembler``, attributes every record to that plugin an
 records of one kind with one name. Besides the spec's own arguments they may take
 ``settings``: the plugin's own config section, validated against ``lamina_settings_class``.
 
+``lamina_adapters`` is a collection hook too.
+
 *First-result hooks* (``lamina_tokenizer``, ``lamina_model_info``) are asked once per model
-and the answer is cached. ``lamina_wrap_assembly`` runs once per assembly.
+and the answer is cached. ``lamina_wrap_assembly`` (first-result as well: the kernel's own
+implementation runs the pipeline, wrappers surround it) runs once per assembly.
 """
 
 from __future__ import annotations

@@ -79,6 +79,7 @@ class Formatted:
     history: tuple[Message, ...]
     current: Message
     wrappers: tuple[str, ...]
+    after_history: str
     prefix_sha256: str
 
 
@@ -126,32 +127,33 @@ class Assembler:
 
     def _validate(self) -> None:
         cfg, reg = self.config, self.registry
-        where = cfg.path or "config"
-        for key, name, table in (
-            ("fit.strategy", cfg.fit.strategy, reg.fit_strategies),
-            ("format.system", cfg.format.system, reg.formatters),
-            ("format.history", cfg.format.history, reg.formatters),
-            ("format.event", cfg.format.event, reg.formatters),
+        where = cfg.where
+        for key, what, name, table in (
+            ("fit.strategy", "fit strategy", cfg.fit.strategy, reg.fit_strategies),
+            ("format.system", "formatter", cfg.format.system, reg.formatters),
+            ("format.history", "formatter", cfg.format.history, reg.formatters),
+            ("format.event", "formatter", cfg.format.event, reg.formatters),
         ):
             if name not in table:
                 raise ConfigError(
-                    f"unknown {key.split('.')[0]} {name!r}; known: {_names(table)}",
+                    f"unknown {what} {name!r}; known: {_names(table)}",
                     file=where,
-                    key=key,
+                    key=cfg.key(key),
                 )
         if cfg.fit.summarizer is not None and cfg.fit.summarizer not in reg.summarizers:
             raise ConfigError(
                 f"unknown summarizer {cfg.fit.summarizer!r}; known: {_names(reg.summarizers)}",
                 file=where,
-                key="fit.summarizer",
+                key=cfg.key("fit.summarizer"),
             )
-        for layer in (*cfg.layers, *cfg.placement):
-            if layer not in reg.layers:
-                raise ConfigError(
-                    f"unknown layer {layer!r}; known: {_names(reg.layers)}",
-                    file=where,
-                    key=f"layers.{layer}",
-                )
+        for section, layers in (("layers", cfg.layers), ("placement", cfg.placement)):
+            for layer in layers:
+                if layer not in reg.layers:
+                    raise ConfigError(
+                        f"unknown layer {layer!r}; known: {_names(reg.layers)}",
+                        file=where,
+                        key=cfg.key(f"{section}.{layer}"),
+                    )
         for name, item in reg.layers.items():
             fmt = item.record.format
             if fmt is not None and fmt not in reg.formatters:
@@ -163,13 +165,13 @@ class Assembler:
                 raise ConfigError(
                     f"unknown layer {block.layer!r}; known: {_names(reg.layers)}",
                     file=where,
-                    key=f"blocks[{i}].layer",
+                    key=cfg.key(f"blocks[{i}].layer"),
                 )
             if block.truncation not in reg.truncators:
                 raise ConfigError(
                     f"unknown truncation {block.truncation!r}; known: {_names(reg.truncators)}",
                     file=where,
-                    key=f"blocks[{i}].truncation",
+                    key=cfg.key(f"blocks[{i}].truncation"),
                 )
 
     # -- public API ----------------------------------------------------------------------
@@ -255,12 +257,19 @@ class Assembler:
                 f"model {request.model!r} is not known to any plugin; assuming a context window "
                 f"of {info.context_window} tokens"
             )
-        budget = TokenBudget.plan(
-            model_limit=info.context_window,
-            reserve_response=cfg.budget.reserve_response,
-            reserve_tools=cfg.budget.reserve_tools,
-            cap=request.max_tokens or cfg.budget.max_tokens,
-        )
+        try:
+            budget = TokenBudget.plan(
+                model_limit=info.context_window,
+                reserve_response=cfg.budget.reserve_response,
+                reserve_tools=cfg.budget.reserve_tools,
+                cap=request.max_tokens or cfg.budget.max_tokens,
+            )
+        except ValueError as exc:
+            raise ConfigError(
+                f"{exc} (model {request.model!r}); lower the reserves",
+                file=cfg.where,
+                key=cfg.key("budget"),
+            ) from exc
         now = self.clock()
 
         with _timed(timings, "gather", self.progress):
@@ -282,8 +291,15 @@ class Assembler:
             caps=self._caps(budget.available),
         )
         with _timed(timings, "fit", self.progress):
-            self._apply_block_caps(items, fitter)
+            self._apply_block_caps(items, fitter, warnings)
             fitter.fit(items, budget.available, fixed)
+            for layer, cap in fitter.caps.items():
+                over = fitter.total([i for i in items if i.spec.name == layer]) - cap
+                if over > 0:
+                    warnings.append(
+                        f"layer {layer!r} is {over} tokens over its cap ({cap}): what is left "
+                        "is required"
+                    )
         with _timed(timings, "format", self.progress):
             live = [i for i in items if i.live] + fitter.markers
             out = self._format(live)
@@ -307,7 +323,8 @@ class Assembler:
                 name=tok.name, plugin=resolved.tokenizer_plugin, exact=tok.exact
             ),
             stable_prefix=StablePrefix(
-                tokens=used.system_prompt + used.history, sha256=out.prefix_sha256
+                tokens=used.system_prompt + used.history - self._after_tokens(info, counter, out),
+                sha256=out.prefix_sha256,
             ),
             strategy=fitter.strategy.name,
             timings_ms=timings,
@@ -371,36 +388,45 @@ class Assembler:
                 future.cancel()
                 self._provider_failed(item, f"timed out after {limit:g}s", None, warnings)
                 continue
-            except LaminaError:
-                raise
             except Exception as exc:
+                if isinstance(exc, LaminaError) and provider.required:
+                    raise
                 self._provider_failed(item, f"raised {type(exc).__name__}: {exc}", exc, warnings)
                 continue
+            problem = self._check_blocks(provider, blocks, seen)
+            if problem is not None:
+                self._provider_failed(item, problem, None, warnings)
+                continue
             for block in blocks:
-                if not isinstance(block, Block):
-                    raise ProviderError(
-                        f"provider {provider.name!r} yielded {type(block).__name__}, expected Block",
-                        plugin=item.plugin,
-                    )
-                if block.layer not in self.registry.layers:
-                    raise ProviderError(
-                        f"provider {provider.name!r} yielded block {block.id!r} for unknown layer "
-                        f"{block.layer!r}; known: {_names(self.registry.layers)}",
-                        plugin=item.plugin,
-                    )
-                if block.truncation not in self.registry.truncators:
-                    raise ProviderError(
-                        f"block {block.id!r} asks for unknown truncation {block.truncation!r}",
-                        plugin=item.plugin,
-                    )
-                if block.id in seen:
-                    raise ProviderError(
-                        f"block id {block.id!r} is yielded twice (first by plugin {seen[block.id]!r})",
-                        plugin=item.plugin,
-                    )
                 seen[block.id] = item.plugin
                 gathered.append((block, item.plugin))
         return gathered
+
+    def _check_blocks(
+        self, provider: LayerProvider, blocks: list[Block], seen: dict[str, str]
+    ) -> str | None:
+        """What is wrong with a provider's blocks, if anything (the first problem found)."""
+        ids: set[str] = set()
+        for block in blocks:
+            if not isinstance(block, Block):
+                return f"yielded {type(block).__name__}, expected Block"
+            if block.layer not in self.registry.layers:
+                return (
+                    f"yielded block {block.id!r} for unknown layer {block.layer!r}; "
+                    f"known: {_names(self.registry.layers)}"
+                )
+            if provider.layers and block.layer not in provider.layers:
+                return (
+                    f"yielded block {block.id!r} for layer {block.layer!r}, but declares only "
+                    f"{', '.join(provider.layers)}"
+                )
+            if block.truncation not in self.registry.truncators:
+                return f"yielded block {block.id!r} with unknown truncation {block.truncation!r}"
+            if block.id in seen or block.id in ids:
+                first = seen.get(block.id, "this provider")
+                return f"yielded block id {block.id!r} twice (first from {first!r})"
+            ids.add(block.id)
+        return None
 
     def _provider_failed(
         self, item: Attributed, what: str, exc: BaseException | None, warnings: list[str]
@@ -553,13 +579,23 @@ class Assembler:
                 caps[name] = min(limits)
         return caps
 
-    def _apply_block_caps(self, items: Sequence[Item], fitter: Fitter) -> None:
+    def _apply_block_caps(self, items: Sequence[Item], fitter: Fitter, warnings: list[str]) -> None:
+        """Shrink blocks over their own ``max_tokens``; a required block is truncated if its
+        strategy allows, never dropped."""
         for item in items:
             cap = item.block.max_tokens
-            if cap is not None and item.tokens > cap:
-                fitter.shrink_block(item, item.tokens - cap)
-                if not item.live:
-                    item.reason = f"larger than its max_tokens ({cap})"
+            if cap is None or item.tokens <= cap:
+                continue
+            if item.required:
+                if not fitter.truncate_to(item, cap):
+                    warnings.append(
+                        f"required block {item.block.id!r} has {item.tokens} tokens, over its "
+                        f"max_tokens ({cap}), and cannot be truncated: kept whole"
+                    )
+                continue
+            fitter.shrink_block(item, item.tokens - cap)
+            if not item.live:
+                item.reason = f"larger than its max_tokens ({cap})"
 
     # format ------------------------------------------------------------------------------
 
@@ -595,16 +631,19 @@ class Assembler:
             if not isinstance(p, TextPart | ToolResultPart)
         ]
         current = Message(role="user", content=(TextPart(text=self._join(event_items)), *extra))
+        # The stable prefix: system + history up to the current message, less the dynamic
+        # after-history wrapper.
         prefix = hashlib.sha256(system.encode("utf-8", "surrogatepass"))
+        if before:
+            prefix.update(b"\x00" + before.encode("utf-8", "surrogatepass"))
         for item in by_place.get("history", []):
             prefix.update(f"\x00{item.block.role}\x00{item.block.hash}".encode())
-        for text in wrappers:
-            prefix.update(b"\x00" + text.encode("utf-8", "surrogatepass"))
         return Formatted(
             system_prompt=system,
             history=tuple(history),
             current=current,
             wrappers=tuple(wrappers),
+            after_history=after,
             prefix_sha256=prefix.hexdigest(),
         )
 
@@ -632,6 +671,11 @@ class Assembler:
         return BudgetUsage(
             system_prompt=system, history=hist, event=event, total=system + hist + event
         )
+
+    def _after_tokens(self, info: ModelInfo, counter: TokenCounter, out: Formatted) -> int:
+        if not out.after_history:
+            return 0
+        return counter.count(out.after_history) + info.message_overhead
 
     # tools and report ---------------------------------------------------------------------
 

@@ -230,6 +230,14 @@ class PluginHost:
                     plugin=name,
                 )
         settings: dict[str, Any] = {}
+        takes = {impl.plugin_name for impl in self.pm.hook.lamina_settings_class.get_hookimpls()}
+        for name in self.config.sections:
+            if name in self.infos and not self.infos[name].error and name not in takes:
+                raise PluginError(
+                    f"takes no settings, but {self._where()} has a section for it "
+                    f"(key plugins.{name})",
+                    plugin=name,
+                )
         for impl in self.pm.hook.lamina_settings_class.get_hookimpls():
             cls: Any = impl.function()
             raw = self.config.sections.get(impl.plugin_name, {})

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 import cattrs
+from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.preconf.json import make_converter
 from cattrs.strategies import configure_tagged_union
 
@@ -16,18 +17,40 @@ from lamina.model.messages import PART_TAGS, Part
 T = TypeVar("T")
 
 _converter = make_converter(forbid_extra_keys=True)
-_converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
-_converter.register_structure_hook(datetime, lambda v, _: _parse_datetime(v))
-_converter.register_structure_hook(str, lambda v, _: _strict(v, str))
-_converter.register_structure_hook(int, lambda v, _: _strict(v, int))
-_converter.register_structure_hook(float, lambda v, _: float(_strict(v, (int, float))))
-_converter.register_structure_hook(bool, lambda v, _: _strict(v, bool))
-configure_tagged_union(
-    Part,
-    _converter,
-    tag_generator=lambda cls: PART_TAGS[cls],
-    tag_name="type",
-)
+
+
+def _is_sequence(cls: Any) -> bool:
+    origin: Any = get_origin(cls)
+    return origin is tuple or origin is list
+
+
+def _strict_sequence(cls: Any) -> Any:
+    """A list where a list is expected (a string is not split into characters); element
+    errors keep their index in the path."""
+    origin, args = get_origin(cls), get_args(cls)
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        raise TypeError(f"only homogeneous tuples are supported, not {cls!r}")
+    elem = args[0] if args else Any
+
+    def hook(value: Any, _type: Any) -> Any:
+        if not isinstance(value, list | tuple):
+            raise TypeError(f"expected a list, got {type(value).__name__} {value!r}")
+        structure_elem = _converter.get_structure_hook(elem)
+        out, errors = [], []
+        for i, item in enumerate(value):
+            try:
+                out.append(structure_elem(item, elem))
+            except Exception as exc:
+                exc.__notes__ = [
+                    *getattr(exc, "__notes__", []),
+                    IterableValidationNote(f"Structuring {cls!r} @ index {i}", i, elem),
+                ]
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError(f"While structuring {cls!r}", errors, cls)
+        return tuple(out) if origin is tuple else out
+
+    return hook
 
 
 def _strict(value: Any, kind: type | tuple[type, ...]) -> Any:
@@ -105,3 +128,18 @@ def rebase_errors(errors: list[str], prefix: str) -> list[str]:
         key = ".".join(k for k in (prefix, path.removeprefix("$").lstrip(".")) if k)
         out.append(f"{message} at key {key}" if key else f"{message} at the top level")
     return out
+
+
+_converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
+_converter.register_structure_hook(datetime, lambda v, _: _parse_datetime(v))
+_converter.register_structure_hook(str, lambda v, _: _strict(v, str))
+_converter.register_structure_hook(int, lambda v, _: _strict(v, int))
+_converter.register_structure_hook(float, lambda v, _: float(_strict(v, (int, float))))
+_converter.register_structure_hook(bool, lambda v, _: _strict(v, bool))
+_converter.register_structure_hook_factory(_is_sequence, _strict_sequence)
+configure_tagged_union(
+    Part,
+    _converter,
+    tag_generator=lambda cls: PART_TAGS[cls],
+    tag_name="type",
+)
