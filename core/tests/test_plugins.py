@@ -49,6 +49,9 @@ def install_distribution(
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
     lines = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
     (info / "entry_points.txt").write_text(f"[lamina]\n{lines}")
+    # Only what a test installs is loaded, whatever else the environment has installed.
+    allowed = [n for n in os.environ.get("LAMINA_PLUGINS", "").split(",") if n]
+    os.environ["LAMINA_PLUGINS"] = ",".join([*allowed, dist])
 
 
 @pytest.fixture
@@ -56,7 +59,7 @@ def site(tmp_path, monkeypatch):
     path = tmp_path / "site"
     path.mkdir()
     monkeypatch.syspath_prepend(str(path))
-    monkeypatch.delenv("LAMINA_PLUGINS", raising=False)
+    monkeypatch.setenv("LAMINA_PLUGINS", "")
     return path
 
 
@@ -213,7 +216,6 @@ def test_lamina_plugins_command_lists_installed_and_broken(site):
         {"broken_plugin": "raise ImportError('needs libfoo')\n"},
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    env.pop("LAMINA_PLUGINS", None)
     out = subprocess.run(
         [sys.executable, "-m", "lamina", "plugins", "--json"],
         env=env,
