@@ -464,3 +464,63 @@ def test_stable_prefix_leaves_out_the_after_history_message():
     b = build(list(turn(1, "a", "b")))
     without = b.assemble(b.request("q"))
     assert with_memory.report.stable_prefix == without.report.stable_prefix
+
+
+def test_summarizable_blocks_are_summarized_by_the_configured_summarizer():
+    calls = []
+
+    def first_sentence(blocks, max_tokens, tokenizer):
+        calls.append((tuple(b.id for b in blocks), max_tokens))
+        return blocks[0].body.split(".")[0] + "."
+
+    class Summaries:
+        @lamina.hookimpl
+        def lamina_summarizers(self):
+            return [lamina.Summarizer(name="first-sentence", summarize=first_sentence)]
+
+    long = "The deploy key rotates on Fridays. " + words(300)
+    blocks = [Block.text("old", "memory", long, summarizable=True, priority=0.1)]
+    a = make_assembler(
+        {
+            "model": "gpt-4o",
+            "fit": {"summarizer": "first-sentence"},
+            "layers": {"memory": {"max_tokens": 60}},
+        },
+        plugins=[("fixture", StaticProvider(blocks)), ("summaries", Summaries())],
+    )
+    ctx = a.assemble(a.request("q"))
+    report = next(b for b in ctx.report.blocks if b.id == "old")
+    assert report.status == "summarized" and report.strategy == "first-sentence"
+    assert "The deploy key rotates on Fridays." in ctx.current_message.text
+    assert words(300) not in ctx.current_message.text
+    assert calls and calls[0][0] == ("old",) and calls[0][1] <= 60
+
+
+def test_unknown_summarizer_is_a_config_error():
+    with pytest.raises(lamina.ConfigError, match="unknown summarizer 'llm'"):
+        make_assembler({"fit": {"summarizer": "llm"}})
+
+
+def test_progress_is_reported_per_phase():
+    phases = []
+    a = lamina.Assembler(lamina.LaminaConfig(), entry_points=False, progress=phases.append)
+    a.assemble(a.request("hi"))
+    assert phases == ["gather", "place", "measure", "fit", "format"]
+
+
+def test_pytest_fixture_builds_isolated_assemblers(lamina_assembler):
+    a = lamina_assembler({"model": "gpt-4"})
+    ctx = a.assemble(a.request("hi"))
+    assert ctx.report.tokenizer.name == "cl100k_base"
+    assert "Current time: 2026-01-02T03:04:05+00:00" in ctx.current_message.text
+
+
+@pytest.mark.parametrize(
+    ("model", "response", "tools"),
+    [("gpt-4o", 4096, 8192), ("gpt-4", 2048, 1024), ("gpt-3.5-turbo", 4096, 2048)],
+)
+def test_default_reserves_scale_with_the_model(model, response, tools):
+    a = make_assembler({"model": model})
+    budget = a.assemble(a.request("hi")).token_budget
+    assert (budget.reserve_response, budget.reserve_tools) == (response, tools)
+    assert budget.available == budget.model_limit - response - tools

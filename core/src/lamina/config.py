@@ -24,14 +24,37 @@ LOADER_KEYS = frozenset({"enable", "disable", "require", "timeout"})
 
 @frozen(kw_only=True)
 class BudgetConfig:
-    """Reserves taken off the model limit, and an optional cap on what is available."""
+    """Reserves taken off the model limit, and an optional cap on what is available.
+
+    Unset reserves scale with the model: the response reserve is 4,096 tokens (no more than
+    the model's max output or a quarter of its window), the tools reserve 8,192 (no more than
+    an eighth of the window). Set values are taken as they are.
+    """
 
     max_tokens: int | None = field(default=None, validator=validators.optional(validators.gt(0)))
-    reserve_response: int = field(default=4096, validator=validators.ge(0))
-    reserve_tools: int = field(default=8192, validator=validators.ge(0))
+    reserve_response: int | None = field(
+        default=None, validator=validators.optional(validators.ge(0))
+    )
+    reserve_tools: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
     context_window: int | None = field(
         default=None, validator=validators.optional(validators.gt(0))
     )
+
+
+DEFAULT_RESERVE_RESPONSE = 4096
+DEFAULT_RESERVE_TOOLS = 8192
+
+
+def reserves(budget: BudgetConfig, context_window: int, max_output: int | None) -> tuple[int, int]:
+    """The (response, tools) reserves for a model: set values as they are, unset ones scaled."""
+    response = budget.reserve_response
+    if response is None:
+        response = min(DEFAULT_RESERVE_RESPONSE, max_output or DEFAULT_RESERVE_RESPONSE)
+        response = min(response, context_window // 4)
+    tools = budget.reserve_tools
+    if tools is None:
+        tools = min(DEFAULT_RESERVE_TOOLS, context_window // 8)
+    return response, tools
 
 
 @frozen(kw_only=True)

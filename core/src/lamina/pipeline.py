@@ -20,7 +20,7 @@ from typing import Any
 from attrs import define, evolve, frozen
 from attrs import fields as attrs_fields
 
-from lamina.config import LaminaConfig, load_config
+from lamina.config import LaminaConfig, load_config, reserves
 from lamina.errors import ConfigError, LaminaError, PluginError, ProviderError
 from lamina.fitting import Fitter, Item
 from lamina.model.blocks import Block, Placement, Provenance
@@ -257,11 +257,12 @@ class Assembler:
                 f"model {request.model!r} is not known to any plugin; assuming a context window "
                 f"of {info.context_window} tokens"
             )
+        reserve_response, reserve_tools = reserves(cfg.budget, info.context_window, info.max_output)
         try:
             budget = TokenBudget.plan(
                 model_limit=info.context_window,
-                reserve_response=cfg.budget.reserve_response,
-                reserve_tools=cfg.budget.reserve_tools,
+                reserve_response=reserve_response,
+                reserve_tools=reserve_tools,
                 cap=request.max_tokens or cfg.budget.max_tokens,
             )
         except ValueError as exc:
