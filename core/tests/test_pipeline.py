@@ -524,3 +524,39 @@ def test_default_reserves_scale_with_the_model(model, response, tools):
     budget = a.assemble(a.request("hi")).token_budget
     assert (budget.reserve_response, budget.reserve_tools) == (response, tools)
     assert budget.available == budget.model_limit - response - tools
+
+
+class SuperAdditive:
+    """A tokenizer where long text costs more per character than short text, so a joined
+    prompt costs more than its measured pieces (as BPE merges across joins can)."""
+
+    name = "super-additive"
+    exact = True
+
+    def count(self, text):
+        return len(text) if len(text) < 200 else 2 * len(text)
+
+    def boundaries(self, text):
+        return list(range(len(text)))
+
+
+class UsesSuperAdditive:
+    @lamina.hookimpl(tryfirst=True)
+    def lamina_tokenizer(self, model):
+        return SuperAdditive()
+
+
+def test_final_text_is_recounted_and_cut_until_it_fits():
+    blocks = [Block.text(f"m{i}", "memory", "x" * 150, priority=0.5) for i in range(12)]
+    a = make_assembler(
+        {
+            "model": "gpt-4o",
+            "budget": {"max_tokens": 2000, "reserve_response": 0, "reserve_tools": 0},
+        },
+        plugins=[("fixture", StaticProvider(blocks)), ("tok", UsesSuperAdditive())],
+    )
+    ctx = a.assemble(a.request("q"))
+    recount = SuperAdditive().count(ctx.current_message.text)
+    assert recount == ctx.token_budget.used.event <= 2000
+    # Measured piece by piece the memory blocks would have fitted; the recount forced more cuts.
+    assert sum(1 for b in ctx.report.blocks if b.status == "dropped") >= 6

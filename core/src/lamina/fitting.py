@@ -211,8 +211,10 @@ class Fitter:
 
     # -- the whole request ---------------------------------------------------------------
 
-    def fit(self, items: Sequence[Item], available: int, fixed: int) -> None:
-        """Cut ``items`` until they and the ``fixed`` overhead fit within ``available``."""
+    def fit(self, items: Sequence[Item], available: int, fixed: int, extra: int = 0) -> None:
+        """Cut ``items`` until they and the ``fixed`` overhead fit within ``available``, less
+        ``extra``: what the exact recount of the formatted text found beyond the estimate
+        (it is cut from what may be cut, and is no reason to refuse required content)."""
         by_layer: dict[str, list[Item]] = {}
         for item in items:
             by_layer.setdefault(item.spec.name, []).append(item)
@@ -222,7 +224,7 @@ class Fitter:
         self._check_required(items, available, fixed)
         order = sorted(by_layer, key=lambda name: (by_layer[name][0].spec.cut_rank, name))
         for layer in order:
-            over = self.total(items) + self._marker_total() + fixed - available
+            over = self.total(items) + self.marker_total() + fixed + extra - available
             if over <= 0:
                 return
             members = by_layer[layer]
@@ -234,7 +236,7 @@ class Fitter:
                     overage=max(over, exc.overage),
                     available=available,
                 ) from exc
-        over = self.total(items) + self._marker_total() + fixed - available
+        over = self.total(items) + self.marker_total() + fixed + extra - available
         if over > 0:
             raise BudgetError(
                 f"the context needs {over} more tokens than the {available} available even "
@@ -243,7 +245,7 @@ class Fitter:
                 available=available,
             )
 
-    def _marker_total(self) -> int:
+    def marker_total(self) -> int:
         return sum(m.tokens for m in self.markers)
 
     def _check_required(self, items: Sequence[Item], available: int, fixed: int) -> None:

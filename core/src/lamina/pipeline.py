@@ -21,7 +21,7 @@ from attrs import define, evolve, frozen
 from attrs import fields as attrs_fields
 
 from lamina.config import LaminaConfig, load_config, reserves
-from lamina.errors import ConfigError, LaminaError, PluginError, ProviderError
+from lamina.errors import BudgetError, ConfigError, LaminaError, PluginError, ProviderError
 from lamina.fitting import Fitter, Item
 from lamina.model.blocks import Block, Placement, Provenance
 from lamina.model.budget import BudgetUsage, TokenBudget
@@ -55,6 +55,8 @@ from lamina.records import (
 )
 from lamina.tokens import TokenCounter
 
+#: How many times formatting is re-checked against the exact count before giving up.
+_VERIFY_ROUNDS = 8
 #: Tokens charged for an image part: providers bill by size; this is a conservative flat rate.
 IMAGE_TOKENS = 1024
 Progress = Callable[[str], None]
@@ -302,18 +304,7 @@ class Assembler:
                         "is required"
                     )
         with _timed(timings, "format", self.progress):
-            live = [i for i in items if i.live] + fitter.markers
-            out = self._format(live)
-            used = self._usage(info, counter, out, live)
-            for _ in range(8):  # BPE can merge across joins: verify on the final text
-                over = used.total - budget.available
-                if over <= 0:
-                    break
-                fixed += over
-                fitter.fit(items, budget.available, fixed)
-                live = [i for i in items if i.live] + fitter.markers
-                out = self._format(live)
-                used = self._usage(info, counter, out, live)
+            out, used = self._format_within(items, fitter, info, counter, budget.available, fixed)
         tools = self._tools(request)
         budget = evolve(budget, used=used, remaining=budget.available - used.total)
         report = AssemblyReport(
@@ -347,6 +338,38 @@ class Assembler:
             permissions_granted=request.permissions,
             source_event_id=request.event.id,
             report=report,
+        )
+
+    def _format_within(
+        self,
+        items: list[Item],
+        fitter: Fitter,
+        info: ModelInfo,
+        counter: TokenCounter,
+        available: int,
+        fixed: int,
+    ) -> tuple[Formatted, BudgetUsage]:
+        """Format, then count the final text exactly. The exact count can exceed the piecewise
+        estimate (BPE merges across joins); when that puts the text over, shrink the estimate's
+        target by the observed ratio and fit again. Fitting only cuts, and each round demands
+        at least one token more, so this ends."""
+        extra = 0
+        for _ in range(_VERIFY_ROUNDS):
+            live = [i for i in items if i.live] + fitter.markers
+            out = self._format(live)
+            used = self._usage(info, counter, out, live)
+            over = used.total - available
+            if over <= 0:
+                return out, used
+            estimate = fitter.total(items) + fitter.marker_total() + fixed
+            target = available * estimate // used.total
+            extra = max(extra + 1, available - target)
+            fitter.fit(items, available, fixed, extra)
+        raise BudgetError(
+            f"the formatted context is still {over} tokens over the {available} available after "
+            f"{_VERIFY_ROUNDS} rounds of cutting",
+            overage=over,
+            available=available,
         )
 
     # gather ------------------------------------------------------------------------------
