@@ -30,8 +30,11 @@ class Tokenizer(Protocol):
     is ``count(text)``); truncators cut there, so a cut never splits a character.
     """
 
-    name: str
-    exact: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def exact(self) -> bool: ...
 
     def count(self, text: str) -> int: ...
 
