@@ -1,0 +1,50 @@
+"""Claude model limits: context window and max output from models.dev, the minimum cacheable
+prompt length from Anthropic's prompt-caching documentation (models.dev does not carry it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from lamina_openai.catalog import ModelOverride, normalize, resolve
+
+from lamina import ModelInfo
+
+PROVIDER = "anthropic"
+#: Minimum cacheable prompt length by model family prefix (longest prefix wins); others 1024.
+MIN_CACHE_PREFIX: dict[str, int] = {
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-7": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-sonnet-4-6": 2048,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
+DEFAULT_MIN_CACHE_PREFIX = 1024
+
+
+def min_cache_prefix(model: str) -> int:
+    base = normalize(model)
+    matches = [p for p in MIN_CACHE_PREFIX if base.startswith(p)]
+    return MIN_CACHE_PREFIX[max(matches, key=len)] if matches else DEFAULT_MIN_CACHE_PREFIX
+
+
+def model_info(model: str, overrides: Mapping[str, ModelOverride]) -> ModelInfo | None:
+    """Anthropic's limits for a ``claude-*`` model, or ``None`` for any other."""
+    prefix, _, bare = model.strip().rpartition("/")
+    if prefix not in ("", PROVIDER) or not bare.startswith("claude"):
+        return None
+    limits, override = resolve(PROVIDER, model, overrides)
+    if limits is None:
+        return None
+    return ModelInfo(
+        name=normalize(model),
+        context_window=limits.context_window,
+        max_output=limits.max_output,
+        min_cache_prefix=(
+            min_cache_prefix(model)
+            if override.min_cache_prefix is None
+            else override.min_cache_prefix
+        ),
+        provider=PROVIDER,
+    )

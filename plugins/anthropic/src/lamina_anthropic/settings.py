@@ -1,0 +1,21 @@
+"""The ``[plugins.anthropic]`` config section."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from attrs import field, frozen
+from lamina_openai.catalog import ModelOverride
+
+
+@frozen(kw_only=True)
+class AnthropicSettings:
+    """``cache`` turns breakpoints on; ``cache_ttl`` is their lifetime (``5m`` or ``1h``);
+    ``models`` overrides limits per model name."""
+
+    cache: bool = True
+    cache_ttl: Literal["5m", "1h"] = "5m"
+    models: dict[str, ModelOverride] = field(factory=dict)
+
+
+DEFAULTS = AnthropicSettings()

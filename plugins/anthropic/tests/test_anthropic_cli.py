@@ -1,0 +1,53 @@
+"""``lamina assemble --provider anthropic --format payload`` through the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def test_cli_prints_the_messages_request(tmp_path) -> None:
+    (tmp_path / "lamina.toml").write_text(
+        'model = "claude-sonnet-4-20250514"\n'
+        '[[blocks]]\nid = "rules"\ntext = "Answer in French."\n'
+        "[budget]\nreserve_response = 1000\n"
+        '[plugins.anthropic]\ncache_ttl = "1h"\n'
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lamina",
+            "assemble",
+            "--config",
+            str(tmp_path / "lamina.toml"),
+            "--message",
+            "Bonjour",
+            "--time",
+            "2026-01-02T03:04:05Z",
+            "--format",
+            "payload",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LAMINA_PLUGINS": "anthropic"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {
+        "model": "claude-sonnet-4-20250514",
+        "max_tokens": 1000,
+        "system": [{"type": "text", "text": "Answer in French."}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "Current time: 2026-01-02T03:04:05+00:00\nTimezone: UTC\n\nBonjour",
+                    }
+                ],
+            }
+        ],
+    }

@@ -1,0 +1,99 @@
+"""The ``ollama`` adapter: an ``AssembledContext`` as an ``/api/chat`` request."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from lamina_openai.conversation import Turn, call_names, result_text, turns
+from lamina_openai.wire import count, error_text, reply_tokens, sampling
+
+from lamina import AssembledContext, ImagePart, TextPart, ToolCallPart, ToolResultPart, Usage
+from lamina_ollama.models import local_name, model_info
+from lamina_ollama.settings import OllamaSettings
+
+_OVERFLOW = ("context length", "context window", "exceeds maximum context", "prompt too long")
+
+
+def _messages(turn: Turn, names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One turn as Ollama messages: ``tool`` messages (matched to calls by order and name),
+    then the user's or assistant's text, base64 images and tool calls."""
+    out: list[dict[str, Any]] = [
+        {"role": "tool", "content": result_text(p), "tool_name": names[p.call_id]}
+        for p in turn.parts
+        if isinstance(p, ToolResultPart)
+    ]
+    texts: list[str] = []
+    images: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for part in turn.parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, ImagePart) and part.data is not None and turn.role == "user":
+            images.append(part.data)
+        elif isinstance(part, ImagePart):
+            texts.append(f"[image {part.url or part.media_type}: Ollama takes inline images only]")
+        elif isinstance(part, ToolCallPart):
+            calls.append({"function": {"name": part.name, "arguments": part.arguments}})
+    if texts or images or calls:
+        message: dict[str, Any] = {"role": turn.role, "content": "\n\n".join(texts)}
+        if images:
+            message["images"] = images
+        if calls:
+            message["tool_calls"] = calls
+        out.append(message)
+    return out
+
+
+def build(
+    context: AssembledContext, options: Mapping[str, Any], settings: OllamaSettings
+) -> dict[str, Any]:
+    """The chat request: system message first (Ollama has no system field), the
+    conversation, tools, and ``options.num_ctx`` = the window the budget was planned for."""
+    history = [*context.history, context.current_message]
+    names = call_names(history)
+    messages: list[dict[str, Any]] = []
+    if context.system_prompt:
+        messages.append({"role": "system", "content": context.system_prompt})
+    for turn in turns(history, lead_in=None):
+        messages.extend(_messages(turn, names))
+    body: dict[str, Any] = {
+        "model": local_name(context.model) or context.model,
+        "messages": messages,
+    }
+    if context.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in context.tools
+        ]
+    info = model_info(context.model, settings.models)
+    body["stream"] = bool(options.get("stream", False))
+    body["options"] = {
+        "num_ctx": context.token_budget.model_limit,
+        "num_predict": reply_tokens(context, options, info.max_output if info else None, 2048),
+        **sampling(context),
+    }
+    if settings.keep_alive is not None:
+        body["keep_alive"] = settings.keep_alive
+    return body
+
+
+def parse_usage(response: Any) -> Usage:
+    """``prompt_eval_count`` and ``eval_count`` (Ollama reports no cache figures)."""
+    return Usage(
+        input_tokens=count(response, "prompt_eval_count"),
+        output_tokens=count(response, "eval_count"),
+    )
+
+
+def is_context_overflow(error: Any) -> bool:
+    """Ollama's "input length exceeds maximum context length" and kin."""
+    text = error_text(error)
+    return any(marker in text for marker in _OVERFLOW)

@@ -1,0 +1,18 @@
+"""The ``[plugins.ollama]`` config section."""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+from lamina_openai.catalog import ModelOverride
+
+
+@frozen(kw_only=True)
+class OllamaSettings:
+    """``keep_alive`` (e.g. ``"10m"``) keeps the model loaded between turns so its KV cache
+    of the stable prefix survives; ``models`` overrides limits per model name."""
+
+    keep_alive: str | None = None
+    models: dict[str, ModelOverride] = field(factory=dict)
+
+
+DEFAULTS = OllamaSettings()

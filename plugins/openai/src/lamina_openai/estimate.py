@@ -1,0 +1,50 @@
+"""A token estimate for providers without a public offline tokenizer (Anthropic, Gemini),
+flagged inexact and calibrated from the usage the provider reports."""
+
+from __future__ import annotations
+
+import math
+
+from attrs import define, field, validators
+
+from lamina import AssembledContext, Usage
+
+
+@define
+class CalibratedEstimate:
+    """``len(text) / chars_per_token`` scaled by ``factor``; ``observe`` moves ``factor``
+    towards reported/estimated input tokens (an exponential average, clamped to 0.5–2).
+
+    The kernel memoizes counts by text, so a calibrated factor applies to text it has not
+    counted yet (a new ``Assembler`` starts afresh with the calibrated tokenizer's factor)."""
+
+    chars_per_token: float = field(default=3.5, validator=validators.gt(0))
+    label: str = "estimate"
+    factor: float = 1.0
+    weight: float = field(default=0.5, validator=[validators.gt(0), validators.le(1)])
+    name: str = field(init=False)
+    exact: bool = field(default=False, init=False)
+
+    @name.default
+    def _name(self) -> str:
+        return f"{self.label}-{self.chars_per_token:g}cpt"
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token * self.factor)
+
+    def boundaries(self, text: str) -> list[int]:
+        step = max(1, round(self.chars_per_token * self.factor))
+        return list(range(0, len(text), step))
+
+    def observe(self, estimated: int, reported: int) -> float:
+        """Calibrate from one request: ``estimated`` input tokens (the context's budget total)
+        against the provider's ``reported`` ones; returns the new factor."""
+        if estimated > 0 and reported > 0:
+            ratio = reported / estimated * self.factor
+            blended = (1 - self.weight) * self.factor + self.weight * ratio
+            self.factor = min(2.0, max(0.5, blended))
+        return self.factor
+
+    def observe_usage(self, context: AssembledContext, usage: Usage) -> float:
+        """``observe`` with the context's estimated total and the parsed usage's input."""
+        return self.observe(context.token_budget.used.total, usage.input_tokens)

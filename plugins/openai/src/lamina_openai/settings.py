@@ -1,0 +1,24 @@
+"""The ``[plugins.openai]`` config section."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from attrs import field, frozen
+
+from lamina_openai.catalog import ModelOverride
+
+SystemRole = Literal["auto", "system", "developer"]
+
+
+@frozen(kw_only=True)
+class OpenAISettings:
+    """``system_role`` ``auto`` uses ``developer`` for reasoning models (o-series, gpt-5) and
+    ``system`` otherwise; ``prompt_cache_key`` sends the session label as the cache key."""
+
+    system_role: SystemRole = "auto"
+    prompt_cache_key: bool = True
+    models: dict[str, ModelOverride] = field(factory=dict)
+
+
+DEFAULTS = OpenAISettings()

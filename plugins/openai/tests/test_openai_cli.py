@@ -1,0 +1,76 @@
+"""``lamina assemble --provider openai[-responses] --format payload`` through the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+EVENT = "Current time: 2026-01-02T03:04:05+00:00\nTimezone: UTC\n\nHi"
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [
+        (
+            "openai",
+            {
+                "model": "o3-2025-04-16",
+                "messages": [
+                    {"role": "developer", "content": "Be brief."},
+                    {"role": "user", "content": EVENT},
+                ],
+                "max_completion_tokens": 500,
+                "prompt_cache_key": "team-chat",
+            },
+        ),
+        (
+            "openai-responses",
+            {
+                "model": "o3-2025-04-16",
+                "instructions": "Be brief.",
+                "input": [
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": EVENT}],
+                    }
+                ],
+                "max_output_tokens": 500,
+                "prompt_cache_key": "team-chat",
+            },
+        ),
+    ],
+)
+def test_cli_prints_the_request(tmp_path, provider: str, expected: dict) -> None:
+    (tmp_path / "lamina.toml").write_text(
+        'model = "o3-2025-04-16"\nsession = "team-chat"\n'
+        '[[blocks]]\nid = "rules"\ntext = "Be brief."\n'
+        "[budget]\nreserve_response = 500\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lamina",
+            "assemble",
+            "--config",
+            str(tmp_path / "lamina.toml"),
+            "--message",
+            "Hi",
+            "--time",
+            "2026-01-02T03:04:05Z",
+            "--format",
+            "payload",
+            "--provider",
+            provider,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LAMINA_PLUGINS": "openai"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == expected
