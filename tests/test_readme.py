@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_readme_example_runs(monkeypatch):
     monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("LAMINA_PLUGINS", "")  # only the example's own plugin
+    monkeypatch.setenv("LAMINA_PLUGINS", "workspace,nexus")  # only the example's own plugins
     code = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

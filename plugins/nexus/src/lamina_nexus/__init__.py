@@ -1,0 +1,1 @@
+"""Lamina Nexus plugin: the condensed Nexus environment in the system prompt."""

@@ -1,0 +1,1 @@
+"""Lamina workspace plugin: workspace and persona layers, roles, working-set manifests."""

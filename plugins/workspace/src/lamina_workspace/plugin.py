@@ -1,0 +1,263 @@
+"""Hook implementations of the ``workspace`` plugin.
+
+Without a ``[plugins.workspace]`` section everything here is inert: no providers, and the
+assembly wrapper passes the request through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attrs import evolve
+
+import lamina
+from lamina import (
+    AssembledContext,
+    Block,
+    BlockReport,
+    LaminaConfig,
+    LayerProvider,
+    LayerSpec,
+    ProviderContext,
+    structure,
+)
+from lamina_workspace.files import FileRefused, resolve_inside
+from lamina_workspace.manifest import read_manifest
+from lamina_workspace.settings import Settings
+from lamina_workspace.system_prompt import RUNTIME_LAYER, SystemSources, workspace_root
+from lamina_workspace.working_set import (
+    LAYER,
+    SYSTEM_LAYER,
+    WorkingSet,
+    block_id,
+    boot_header,
+    build_working_set,
+    layer_for,
+)
+
+if TYPE_CHECKING:
+    import click
+
+    from lamina import AssemblyCall
+
+NAME = "workspace"
+#: The request metadata key through which the wrapper hands the working set to the provider.
+WORKING_SET_KEY = "lamina_workspace.working_set"
+
+LAYERS = (
+    LayerSpec(
+        name=RUNTIME_LAYER,
+        placement="system",
+        order=24,
+        cut_rank=3,
+        required=True,
+        description="static runtime info (host, os, arch) and role-specific rules",
+    ),
+    LayerSpec(
+        name=SYSTEM_LAYER,
+        placement="system",
+        order=26,
+        cut_rank=2,
+        format="xml",
+        description="working-set files with role system (<system>)",
+    ),
+    LayerSpec(
+        name=LAYER,
+        placement="event",
+        order=45,
+        cut_rank=-1,  # cut first: the manifest's own priorities decide, then memory, history
+        format="xml",
+        description="working-set files: <developer>, <user>, <context path=…>",
+    ),
+)
+
+
+def settings_of(config: LaminaConfig) -> Settings | None:
+    """This plugin's validated settings, or ``None`` when config has no section for it."""
+    raw = config.sections.get(NAME)
+    if raw is None:
+        return None
+    return structure(raw, Settings, file=config.path, what=f"settings of plugin {NAME!r}")
+
+
+def manifest_location(config: LaminaConfig, settings: Settings) -> tuple[Path, str]:
+    """The manifest's resolved path (inside the root) and its name as configured."""
+    assert settings.working_set is not None
+    root = workspace_root(config, settings)
+    try:
+        return resolve_inside(root, settings.working_set), settings.working_set
+    except FileRefused as exc:
+        raise lamina.ConfigError(
+            f"{settings.working_set}: {exc.reason}",
+            file=config.path,
+            key=f"plugins.{NAME}.working_set",
+        ) from exc
+
+
+# -- providers -------------------------------------------------------------------------------
+
+
+def _system_provider(config: LaminaConfig, settings: Settings) -> LayerProvider:
+    sources = SystemSources(config, settings, NAME)
+
+    def provide(ctx: ProviderContext) -> Iterator[Block]:
+        if settings.working_set is not None and settings.boot.enabled:
+            yield _boot_block(ctx, settings, sources)
+        yield from sources.blocks(ctx.request)
+
+    return LayerProvider(
+        name="workspace",
+        provide=provide,
+        layers=(lamina.WORKSPACE, lamina.PERSONA, RUNTIME_LAYER),
+        required=True,
+        description="AGENTS.md, user IDENTITY.md, persona SOUL.md/IDENTITY.md, runtime, role rules",
+    )
+
+
+def _boot_block(ctx: ProviderContext, settings: Settings, sources: SystemSources) -> Block:
+    boot = settings.boot
+    checksum = None
+    if boot.constitution:
+        got = sources.read("constitution", boot.constitution, key="boot.constitution")
+        checksum = got[1] if got else None
+    session = None
+    if boot.session_dir:
+        session = boot.session_dir.format(session=ctx.request.session_label)
+    text = boot_header(
+        root_label=settings.root,
+        manifest_path=settings.working_set or "",
+        constitution=boot.constitution,
+        constitution_version=boot.constitution_version,
+        constitution_sha256=checksum,
+        session_dir=session,
+        output_sink=boot.output_sink,
+        cache_hints=boot.cache_hints,
+        tool_contract=boot.tool_contract,
+    )
+    return Block.text(
+        "workspace:boot",
+        lamina.WORKSPACE,
+        text,
+        title="Boot",
+        trusted=True,
+        truncation="never",
+        provenance=lamina.Provenance(plugin=ctx.plugin, source_id="boot"),
+    )
+
+
+def _working_set_provider() -> LayerProvider:
+    def provide(ctx: ProviderContext) -> Iterator[Block]:
+        ws = ctx.request.metadata.get(WORKING_SET_KEY)
+        if isinstance(ws, WorkingSet):
+            yield from ws.blocks
+
+    return LayerProvider(
+        name="working-set",
+        provide=provide,
+        layers=(LAYER, SYSTEM_LAYER),
+        required=True,
+        description="files of working-set.yml, by priority, tagged with their role",
+    )
+
+
+# -- hooks -----------------------------------------------------------------------------------
+
+
+@lamina.hookimpl
+def lamina_settings_class() -> type:
+    return Settings
+
+
+@lamina.hookimpl
+def lamina_layers() -> tuple[LayerSpec, ...]:
+    return LAYERS
+
+
+@lamina.hookimpl
+def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> list[LayerProvider]:
+    if NAME not in config.sections:
+        return []
+    return [_system_provider(config, settings), _working_set_provider()]
+
+
+@lamina.hookimpl(wrapper=True)
+def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledContext]:
+    """Read the working set before the pipeline runs (so its budget can cap the request), then
+    add what the kernel never saw to the report: refused files and partial reads."""
+    config = call.assembler.config
+    settings = settings_of(config)
+    if settings is None or settings.working_set is None:
+        result: AssembledContext = yield
+        return result
+    path, shown = manifest_location(config, settings)
+    manifest = read_manifest(path, shown)
+    request = call.request
+    cap = manifest.budget.effective if manifest.budget else None
+    limit = cap or request.max_tokens or config.budget.max_tokens
+    if limit is None:
+        limit = call.assembler.model(request.model).info.context_window
+    ws = build_working_set(
+        manifest,
+        manifest_path=shown,
+        root=workspace_root(config, settings),
+        max_bytes=min(settings.max_read_bytes, limit * settings.bytes_per_token),
+        plugin=NAME,
+    )
+    changes: dict[str, Any] = {"metadata": {**request.metadata, WORKING_SET_KEY: ws}}
+    if cap is not None:
+        caps = [c for c in (cap, request.max_tokens, config.budget.max_tokens) if c is not None]
+        changes["max_tokens"] = min(caps)
+    call.request = evolve(request, **changes)
+    result = yield
+    return _amend_report(result, ws, config)
+
+
+def _placement(config: LaminaConfig, layer: str) -> str:
+    layer_cfg = config.layers.get(layer)
+    return (
+        config.placement.get(layer)
+        or (layer_cfg.placement if layer_cfg else None)
+        or next(spec.placement for spec in LAYERS if spec.name == layer)
+    )
+
+
+def _amend_report(
+    result: AssembledContext, ws: WorkingSet, config: LaminaConfig
+) -> AssembledContext:
+    report = result.report
+    partial = {block_id(p.entry.path): p for p in ws.partial}
+    blocks = []
+    for b in report.blocks:
+        p = partial.get(b.id)
+        if p is not None and b.status == "kept":
+            b = evolve(b, status="truncated", strategy=p.entry.truncate_strategy, reason=p.note)
+        elif p is not None:
+            b = evolve(b, reason=f"{b.reason}; {p.note}" if b.reason else p.note)
+        blocks.append(b)
+    warnings = list(report.warnings)
+    for ex in ws.excluded:
+        layer = layer_for(ex.entry)
+        blocks.append(
+            BlockReport(
+                id=block_id(ex.entry.path),
+                layer=layer,
+                placement=_placement(config, layer),
+                plugin=NAME,
+                status="dropped",
+                tokens=0,
+                original_tokens=0,
+                path=ex.entry.path,
+                reason=f"refused: {ex.reason}",
+            )
+        )
+        warnings.append(f"working set {ws.manifest_path}: {ex.entry.path} refused: {ex.reason}")
+    return evolve(result, report=evolve(report, blocks=tuple(blocks), warnings=tuple(warnings)))
+
+
+@lamina.hookimpl
+def lamina_commands(cli: click.Group) -> None:
+    from lamina_workspace.cli import working_set
+
+    cli.add_command(working_set)

@@ -1,0 +1,397 @@
+"""Working-set updates (seed 002 §6), applied atomically to ``working-set.yml``.
+
+Model-initiated: ``add_to_working_set``, ``remove_from_working_set``, ``adjust_priority``, each
+with a ``why``. Orchestrator-initiated: add recent tool outputs, remove old ones, bump recently
+referenced files, demote files unused for N turns. Every change is made under a lock on the
+round-trip document (comments, order and quoting preserved), written to a temporary file and
+renamed over the manifest, then appended to a JSON-lines change log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+from typing import Any, Literal
+
+from attrs import frozen
+
+from lamina import ConfigError
+from lamina_workspace.files import FileRefused, read_text, resolve_inside
+from lamina_workspace.manifest import (
+    ROLES,
+    STRATEGIES,
+    load_document,
+    parse_manifest,
+    yaml,
+)
+
+Actor = Literal["model", "orchestrator", "user"]
+ACTIONS = ("add_to_working_set", "remove_from_working_set", "adjust_priority")
+_ACTION_KEYS = {
+    "add_to_working_set": {
+        "action",
+        "path",
+        "priority",
+        "role",
+        "truncate_strategy",
+        "max_lines",
+        "why",
+    },
+    "remove_from_working_set": {"action", "path", "why"},
+    "adjust_priority": {"action", "path", "priority", "why"},
+}
+
+
+class UpdateError(ConfigError):
+    """An update that is malformed or may not be applied (names the action and the field)."""
+
+
+@frozen(kw_only=True)
+class Change:
+    """One applied change, as it is written to the log."""
+
+    action: str
+    path: str
+    why: str
+    actor: Actor
+    at: str
+    priority: float | None = None
+    previous_priority: float | None = None
+
+    def record(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "at": self.at,
+            "actor": self.actor,
+            "action": self.action,
+            "path": self.path,
+            "why": self.why,
+        }
+        if self.priority is not None:
+            data["priority"] = self.priority
+        if self.previous_priority is not None:
+            data["previous_priority"] = self.previous_priority
+        return data
+
+
+@frozen(kw_only=True)
+class Workspace:
+    """Where a working set lives: the root, the manifest and the change log."""
+
+    root: Path
+    manifest: Path
+    log: Path
+
+    @property
+    def shown(self) -> str:
+        try:
+            return str(self.manifest.relative_to(self.root))
+        except ValueError:
+            return str(self.manifest)
+
+
+def _validate_action(raw: Any, index: int, ws: Workspace) -> dict[str, Any]:
+    where = f"updates[{index}]"
+
+    def fail(message: str, key: str | None = None) -> UpdateError:
+        return UpdateError(message, file=ws.shown, key=f"{where}.{key}" if key else where)
+
+    if not isinstance(raw, Mapping):
+        raise fail(f"expected a mapping with action, path and why, got {type(raw).__name__}")
+    action = raw.get("action")
+    if action not in ACTIONS:
+        raise fail(f"expected one of {', '.join(ACTIONS)}, got {action!r}", "action")
+    unknown = sorted(set(raw) - _ACTION_KEYS[action])
+    if unknown:
+        raise fail(f"unknown keys {unknown} for {action}", unknown[0])
+    why = raw.get("why")
+    if not isinstance(why, str) or not why.strip():
+        raise fail("every update needs a non-empty why", "why")
+    path = raw.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise fail(f"expected a non-empty string, got {path!r}", "path")
+    priority = raw.get("priority")
+    if action == "adjust_priority" and priority is None:
+        raise fail("adjust_priority needs a priority", "priority")
+    if priority is not None and (
+        isinstance(priority, bool)
+        or not isinstance(priority, int | float)
+        or not 0.0 <= priority <= 1.0
+    ):
+        raise fail(f"expected a number within 0.0..1.0, got {priority!r}", "priority")
+    if raw.get("role", "context") not in ROLES:
+        raise fail(f"expected one of {', '.join(ROLES)}", "role")
+    if raw.get("truncate_strategy", "end") not in STRATEGIES:
+        raise fail(f"expected one of {', '.join(STRATEGIES)}", "truncate_strategy")
+    max_lines = raw.get("max_lines")
+    if max_lines is not None and (
+        isinstance(max_lines, bool) or not isinstance(max_lines, int) or max_lines < 1
+    ):
+        raise fail(f"expected an integer > 0, got {max_lines!r}", "max_lines")
+    return dict(raw)
+
+
+@contextmanager
+def _locked(ws: Workspace) -> Any:
+    """An exclusive lock beside the manifest (POSIX ``flock``), so concurrent updates serialize."""
+    import fcntl
+
+    lock_path = ws.manifest.with_name(ws.manifest.name + ".lock")
+    with open(lock_path, "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _find(files: Any, path: str) -> int | None:
+    for i, item in enumerate(files):
+        if isinstance(item, Mapping) and item.get("path") == path:
+            return i
+    return None
+
+
+def _new_entry(action: Mapping[str, Any]) -> Any:
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+    entry = CommentedMap()
+    entry["path"] = DoubleQuotedScalarString(action["path"])
+    entry["priority"] = float(action.get("priority", 0.5))
+    entry["role"] = DoubleQuotedScalarString(action.get("role", "context"))
+    entry["truncate_strategy"] = DoubleQuotedScalarString(action.get("truncate_strategy", "end"))
+    if action.get("max_lines") is not None:
+        entry["max_lines"] = action["max_lines"]
+    return entry
+
+
+def _apply_one(doc: Any, action: Mapping[str, Any], ws: Workspace, actor: Actor, at: str) -> Change:
+    from ruamel.yaml.comments import CommentedSeq
+
+    kind, path, why = action["action"], action["path"], action["why"].strip()
+    files = doc.get("files")
+    if files is None:
+        files = doc["files"] = CommentedSeq()
+    index = _find(files, path)
+    if kind == "add_to_working_set":
+        if index is not None:
+            raise UpdateError(f"{path!r} is already in the working set", file=ws.shown, key="path")
+        try:  # refuse now what assembly would refuse later: missing, binary, outside the root
+            read_text(resolve_inside(ws.root, path), shown=path, strategy="end", max_bytes=8192)
+        except FileRefused as exc:
+            raise UpdateError(
+                f"cannot add {path}: {exc.reason}", file=ws.shown, key="path"
+            ) from exc
+        files.append(_new_entry(action))
+        return Change(
+            action=kind,
+            path=path,
+            why=why,
+            actor=actor,
+            at=at,
+            priority=float(action.get("priority", 0.5)),
+        )
+    if index is None:
+        raise UpdateError(f"{path!r} is not in the working set", file=ws.shown, key="path")
+    previous = files[index].get("priority", 0.5)
+    if kind == "remove_from_working_set":
+        del files[index]
+        return Change(
+            action=kind, path=path, why=why, actor=actor, at=at, previous_priority=float(previous)
+        )
+    new = round(float(action["priority"]), 6)
+    files[index]["priority"] = new
+    return Change(
+        action=kind,
+        path=path,
+        why=why,
+        actor=actor,
+        at=at,
+        priority=new,
+        previous_priority=float(previous),
+    )
+
+
+def apply_updates(
+    ws: Workspace,
+    actions: Sequence[Mapping[str, Any]],
+    *,
+    actor: Actor = "model",
+    now: datetime | None = None,
+) -> list[Change]:
+    """Apply ``actions`` all or nothing: every action is checked and the result validated
+    against the schema before the manifest is replaced; then the changes are logged."""
+    checked = [_validate_action(a, i, ws) for i, a in enumerate(actions)]
+    if not checked:
+        return []
+    at = (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
+    with _locked(ws):
+        try:
+            text = ws.manifest.read_text("utf-8")
+        except OSError as exc:
+            raise UpdateError(f"cannot read: {exc.strerror}", file=ws.shown) from exc
+        doc = load_document(text, ws.shown)
+        parse_manifest(doc, ws.shown)  # refuse to edit a manifest that is already invalid
+        changes = [_apply_one(doc, a, ws, actor, at) for a in checked]
+        _touch_metadata(doc, actor, at)
+        out = StringIO()
+        yaml().dump(doc, out)
+        new_text = out.getvalue()
+        parse_manifest(load_document(new_text, ws.shown), ws.shown)
+        _write_atomic(ws.manifest, new_text)
+        ws.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(ws.log, "a", encoding="utf-8") as log:
+            for change in changes:
+                log.write(json.dumps(change.record(), ensure_ascii=False, sort_keys=True) + "\n")
+    return changes
+
+
+def _touch_metadata(doc: Any, actor: Actor, at: str) -> None:
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+    meta = doc.get("metadata")
+    if meta is None:
+        meta = doc["metadata"] = CommentedMap()
+    meta["last_updated"] = DoubleQuotedScalarString(at)
+    meta["assembled_by"] = DoubleQuotedScalarString(actor)
+
+
+def parse_actions(text: str, source: str) -> list[Mapping[str, Any]]:
+    """Actions from YAML text: one mapping, a list of them, or several ``---`` documents."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        docs = [d for d in YAML(typ="safe").load_all(text) if d is not None]
+    except YAMLError as exc:
+        raise UpdateError(f"not valid YAML: {exc}", file=source) from exc
+    out: list[Mapping[str, Any]] = []
+    for d in docs:
+        out.extend(d if isinstance(d, list) else [d])
+    return out
+
+
+# -- orchestrator-initiated ------------------------------------------------------------------
+
+
+def add_tool_output(
+    ws: Workspace,
+    path: str,
+    *,
+    priority: float = 0.3,
+    why: str = "recent tool output",
+    now: datetime | None = None,
+) -> list[Change]:
+    """Add a tool's output file (kept from its end: logs matter most where they stop)."""
+    action = {
+        "action": "add_to_working_set",
+        "path": path,
+        "priority": priority,
+        "role": "context",
+        "truncate_strategy": "start",
+        "why": why,
+    }
+    return apply_updates(ws, [action], actor="orchestrator", now=now)
+
+
+def remove_old_tool_outputs(
+    ws: Workspace, *, prefix: str = "tool/", keep: int = 3, now: datetime | None = None
+) -> list[Change]:
+    """Remove tool outputs (paths under ``prefix``) beyond the ``keep`` most recently modified."""
+    manifest = parse_manifest(load_document(ws.manifest.read_text("utf-8"), ws.shown), ws.shown)
+    outputs = [f.path for f in manifest.files if f.path.startswith(prefix)]
+
+    def mtime(path: str) -> float:
+        try:
+            return resolve_inside(ws.root, path).stat().st_mtime
+        except (OSError, FileRefused):
+            return float("-inf")
+
+    newest_first = sorted(outputs, key=lambda p: (-mtime(p), p))
+    old = newest_first[keep:]
+    actions = [
+        {
+            "action": "remove_from_working_set",
+            "path": p,
+            "why": f"old tool output ({keep} newer ones kept)",
+        }
+        for p in old
+    ]
+    return apply_updates(ws, actions, actor="orchestrator", now=now)
+
+
+def bump_referenced(
+    ws: Workspace,
+    paths: Iterable[str],
+    *,
+    by: float = 0.1,
+    ceiling: float = 1.0,
+    now: datetime | None = None,
+) -> list[Change]:
+    """Raise the priority of listed files referenced recently (up to ``ceiling``)."""
+    manifest = parse_manifest(load_document(ws.manifest.read_text("utf-8"), ws.shown), ws.shown)
+    wanted = set(paths)
+    actions = []
+    for f in manifest.files:
+        if f.path in wanted and f.priority < ceiling:
+            new = min(ceiling, f.priority + by)
+            actions.append(
+                {
+                    "action": "adjust_priority",
+                    "path": f.path,
+                    "priority": new,
+                    "why": "referenced recently",
+                }
+            )
+    return apply_updates(ws, actions, actor="orchestrator", now=now)
+
+
+def demote_unused(
+    ws: Workspace,
+    last_used: Mapping[str, int],
+    *,
+    turn: int,
+    after_turns: int,
+    by: float = 0.1,
+    floor: float = 0.1,
+    now: datetime | None = None,
+) -> list[Change]:
+    """Lower the priority of files not used for ``after_turns`` turns (``last_used`` maps a
+    path to the turn it was last used in; a path never used counts from turn 0). Files with
+    role ``system`` are left alone."""
+    manifest = parse_manifest(load_document(ws.manifest.read_text("utf-8"), ws.shown), ws.shown)
+    actions = []
+    for f in manifest.files:
+        idle = turn - last_used.get(f.path, 0)
+        if f.role != "system" and idle >= after_turns and f.priority > floor:
+            actions.append(
+                {
+                    "action": "adjust_priority",
+                    "path": f.path,
+                    "priority": max(floor, f.priority - by),
+                    "why": f"not used for {idle} turns",
+                }
+            )
+    return apply_updates(ws, actions, actor="orchestrator", now=now)
