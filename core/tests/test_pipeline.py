@@ -560,3 +560,78 @@ def test_final_text_is_recounted_and_cut_until_it_fits():
     assert recount == ctx.token_budget.used.event <= 2000
     # Measured piece by piece the memory blocks would have fitted; the recount forced more cuts.
     assert sum(1 for b in ctx.report.blocks if b.status == "dropped") >= 6
+
+
+def test_strategy_can_be_overridden_per_call():
+    blocks = [b for n in range(10) for b in turn(n, words(40, n), words(40, n + 50))]
+    a = build(blocks, budget={"max_tokens": 900, "reserve_response": 0, "reserve_tools": 0})
+    assert a.assemble(a.request("q")).report.strategy == "truncateMiddle"
+    with pytest.raises(BudgetError, match="would have to go"):
+        a.assemble(a.request("q"), strategy="stopAtLimit")
+    with pytest.raises(lamina.ConfigError, match="unknown fit strategy 'nope'"):
+        a.assemble(a.request("q"), strategy="nope")
+
+
+def test_providers_can_warn_and_report_exclusions_and_pre_truncation():
+    def provide(ctx):
+        ctx.warn("index is stale")
+        ctx.exclude(
+            id="secret.env",
+            layer="memory",
+            reason="refused: outside the root",
+            path="../secret.env",
+        )
+        yield Block.text("big", "memory", "first part", pre_truncated="read the first 1 KiB only")
+
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("src", StaticProvider(provide, name="src"))])
+    ctx = a.assemble(a.request("q"))
+    assert "plugin 'src': index is stale" in ctx.report.warnings
+    reports = {b.id: b for b in ctx.report.blocks}
+    assert reports["secret.env"].status == "dropped"
+    assert reports["secret.env"].path == "../secret.env" and reports["secret.env"].plugin == "src"
+    assert reports["big"].status == "truncated"
+    assert reports["big"].reason == "read the first 1 KiB only"
+
+
+def test_system_context_json_merges_the_system_blocks_provenance():
+    blocks = [
+        Block.text(
+            "a",
+            "workspace",
+            "rules",
+            provenance=lamina.Provenance(
+                metadata={"context_json": {"workspace": {"agentsMdHash": "abc"}}}
+            ),
+        ),
+        Block.text(
+            "p",
+            "persona",
+            "soul",
+            provenance=lamina.Provenance(metadata={"context_json": {"persona": {"id": "atlas"}}}),
+        ),
+        Block.text(
+            "m",
+            "memory",
+            "mem",
+            provenance=lamina.Provenance(metadata={"context_json": {"memory": "not system"}}),
+        ),
+    ]
+    ctx = build(blocks).assemble(build(blocks).request("q"))
+    assert ctx.system_context_json == {
+        "workspace": {"agentsMdHash": "abc"},
+        "persona": {"id": "atlas"},
+    }
+
+
+def test_settings_and_summarizer_lookups():
+    a = make_assembler({"model": "gpt-4o"})
+    assert a.settings("static") is None
+    with pytest.raises(lamina.ConfigError, match="no summarizer"):
+        a.summarizer()
+
+
+def test_parts_keep_their_type_tag_when_unstructured_as_declared():
+    parts = (lamina.TextPart(text="a"), lamina.ToolCallPart(id="c", name="ls"))
+    data = lamina.unstructure(parts, tuple[lamina.Part, ...])
+    assert [d["type"] for d in data] == ["text", "tool_call"]
+    assert lamina.structure(data, tuple[lamina.Part, ...]) == parts

@@ -13,7 +13,8 @@ records of one kind with one name. Besides the spec's own arguments they may tak
 ``lamina_adapters`` is a collection hook too.
 
 *First-result hooks* (``lamina_tokenizer``, ``lamina_model_info``) are asked once per model
-and the answer is cached. ``lamina_wrap_assembly`` (first-result as well: the kernel's own
+and the answer is cached; they may take ``config`` and ``settings`` too (so config overrides
+reach the budget). ``lamina_wrap_assembly`` (first-result as well: the kernel's own
 implementation runs the pipeline, wrappers surround it) runs once per assembly.
 """
 
@@ -100,7 +101,9 @@ def lamina_layer_providers(config: LaminaConfig, settings: Any) -> Iterable[Laye
 
 
 @hookspec(firstresult=True)
-def lamina_tokenizer(model: str, info: ModelInfo) -> Tokenizer | None:
+def lamina_tokenizer(
+    model: str, info: ModelInfo, config: LaminaConfig, settings: Any
+) -> Tokenizer | None:
     """Return a tokenizer for ``model``, or ``None`` to let the next plugin answer.
 
     The first non-``None`` answer wins; plugins registered later are asked first, and the
@@ -156,7 +159,7 @@ def lamina_formatters(config: LaminaConfig, settings: Any) -> Iterable[Formatter
 
 
 @hookspec(firstresult=True)
-def lamina_model_info(model: str) -> ModelInfo | None:
+def lamina_model_info(model: str, config: LaminaConfig, settings: Any) -> ModelInfo | None:
     """Return what is known of ``model`` (context window, max output, minimum cacheable prefix),
     or ``None``. The first answer wins; the built-in table answers last.
 

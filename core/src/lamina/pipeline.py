@@ -45,6 +45,7 @@ from lamina.model.request import AssemblyRequest, Event, Tool
 from lamina.plugins import Attributed, PluginHost, Registry
 from lamina.records import (
     Adapter,
+    Exclusion,
     FitStrategy,
     Formatter,
     LayerProvider,
@@ -87,10 +88,12 @@ class Formatted:
 
 @define
 class AssemblyCall:
-    """One assembly in flight; ``lamina_wrap_assembly`` wrappers may replace ``request``."""
+    """One assembly in flight; ``lamina_wrap_assembly`` wrappers may replace ``request``.
+    ``strategy`` overrides ``[fit] strategy`` for this call only."""
 
     request: AssemblyRequest
     assembler: Assembler
+    strategy: str | None = None
 
 
 class Assembler:
@@ -195,9 +198,19 @@ class Assembler:
         base.update(fields)
         return AssemblyRequest(**base)
 
-    def assemble(self, request: AssemblyRequest) -> AssembledContext:
-        """Assemble one turn's context (through any ``lamina_wrap_assembly`` wrappers)."""
-        call = AssemblyCall(request=request, assembler=self)
+    def assemble(
+        self, request: AssemblyRequest, *, strategy: str | None = None
+    ) -> AssembledContext:
+        """Assemble one turn's context (through any ``lamina_wrap_assembly`` wrappers).
+
+        ``strategy`` overrides the history fit strategy for this call, e.g. ``stopAtLimit``
+        to learn whether the history fits before deciding to compact it.
+        """
+        if strategy is not None and strategy not in self.registry.fit_strategies:
+            raise ConfigError(
+                f"unknown fit strategy {strategy!r}; known: {_names(self.registry.fit_strategies)}"
+            )
+        call = AssemblyCall(request=request, assembler=self, strategy=strategy)
         result: AssembledContext = self.host.pm.hook.lamina_wrap_assembly(call=call)
         return result
 
@@ -247,7 +260,23 @@ class Assembler:
 
     # -- the pipeline --------------------------------------------------------------------
 
-    def run(self, request: AssemblyRequest) -> AssembledContext:
+    def settings(self, plugin: str) -> Any:
+        """The validated settings of ``plugin`` (``None`` when it takes or has none)."""
+        return self.host.settings.get(plugin)
+
+    def summarizer(self, name: str | None = None) -> Summarizer:
+        """The summarizer named ``name`` (default: ``[fit] summarizer``)."""
+        wanted = name or self.config.fit.summarizer
+        found = self.registry.summarizers.get(wanted) if wanted else None
+        if found is None:
+            raise ConfigError(
+                f"no summarizer {wanted!r}; known: {_names(self.registry.summarizers)}",
+                key=self.config.key("fit.summarizer"),
+            )
+        summarizer: Summarizer = found.record
+        return summarizer
+
+    def run(self, request: AssemblyRequest, *, strategy: str | None = None) -> AssembledContext:
         """The pipeline itself (what the built-in ``lamina_wrap_assembly`` calls)."""
         timings: dict[str, float] = {}
         warnings: list[str] = []
@@ -276,7 +305,8 @@ class Assembler:
         now = self.clock()
 
         with _timed(timings, "gather", self.progress):
-            gathered = self._gather(request, budget, tok, now, warnings)
+            exclusions: list[tuple[Exclusion, str]] = []
+            gathered = self._gather(request, budget, tok, now, warnings, exclusions)
         with _timed(timings, "place", self.progress):
             items = self._place(gathered)
         with _timed(timings, "measure", self.progress):
@@ -287,7 +317,7 @@ class Assembler:
             tokenizer=tok,
             measure=lambda it: self._measure(it, counter),
             truncators={n: a.record for n, a in self.registry.truncators.items()},
-            strategy=self._strategy(),
+            strategy=self._strategy(strategy),
             minimum_recent=cfg.fit.minimum_recent,
             marker=lambda n: self._marker(n, counter),
             summarizer=self._summarizer(),
@@ -308,7 +338,10 @@ class Assembler:
         tools = self._tools(request)
         budget = evolve(budget, used=used, remaining=budget.available - used.total)
         report = AssemblyReport(
-            blocks=tuple(_block_report(i) for i in sorted([*items, *fitter.markers], key=_order)),
+            blocks=(
+                *(_block_report(i) for i in sorted([*items, *fitter.markers], key=_order)),
+                *(self._exclusion_report(x, plugin) for x, plugin in exclusions),
+            ),
             layers=self._layer_reports(items, fitter),
             warnings=tuple(warnings),
             tokenizer=TokenizerReport(
@@ -337,6 +370,7 @@ class Assembler:
             toolset_name=request.toolset_name,
             permissions_granted=request.permissions,
             source_event_id=request.event.id,
+            system_context_json=_system_context_json(items),
             report=report,
         )
 
@@ -381,6 +415,7 @@ class Assembler:
         tok: Tokenizer,
         now: datetime,
         warnings: list[str],
+        exclusions: list[tuple[Exclusion, str]],
     ) -> list[tuple[Block, str]]:
         providers = self.registry.providers
         if self._executor is None:
@@ -388,6 +423,7 @@ class Assembler:
                 max_workers=max(4, len(providers)), thread_name_prefix="lamina-provider"
             )
         futures: list[tuple[Attributed, Future[list[Block]]]] = []
+        contexts: list[ProviderContext] = []
         started = time.monotonic()
         for item in providers:
             ctx = ProviderContext(
@@ -400,6 +436,7 @@ class Assembler:
                 plugin=item.plugin,
             )
             provider: LayerProvider = item.record
+            contexts.append(ctx)
             futures.append((item, self._executor.submit(_run_provider, provider, ctx)))
         gathered: list[tuple[Block, str]] = []
         seen: dict[str, str] = {}
@@ -424,6 +461,9 @@ class Assembler:
             for block in blocks:
                 seen[block.id] = item.plugin
                 gathered.append((block, item.plugin))
+        for ctx in contexts:  # in provider order, whatever order they finished in
+            warnings.extend(ctx.warnings)
+            exclusions.extend((x, ctx.plugin) for x in ctx.exclusions)
         return gathered
 
     def _check_blocks(
@@ -577,8 +617,9 @@ class Assembler:
         item.tokens = item.original_tokens = _parts_tokens(block.content, counter)
         return item
 
-    def _strategy(self) -> FitStrategy:
-        strategy: FitStrategy = self.registry.fit_strategies[self.config.fit.strategy].record
+    def _strategy(self, name: str | None = None) -> FitStrategy:
+        chosen = name or self.config.fit.strategy
+        strategy: FitStrategy = self.registry.fit_strategies[chosen].record
         return strategy
 
     def _summarizer(self) -> Summarizer | None:
@@ -709,6 +750,23 @@ class Assembler:
         filters = [a.record for a in self.registry.tool_filters]
         return tuple(t for t in offered.values() if all(f.allows(t, request) for f in filters))
 
+    def _exclusion_report(self, x: Exclusion, plugin: str) -> BlockReport:
+        spec = self.registry.layers.get(x.layer)
+        placement = (
+            "" if spec is None else self.config.placement.get(x.layer) or spec.record.placement
+        )
+        return BlockReport(
+            id=x.id,
+            layer=x.layer,
+            placement=placement,
+            plugin=plugin,
+            status="dropped",
+            tokens=0,
+            original_tokens=0,
+            path=x.path,
+            reason=x.reason,
+        )
+
     def _layer_reports(self, items: Sequence[Item], fitter: Fitter) -> tuple[LayerReport, ...]:
         out = []
         names = sorted({i.spec.name for i in items}, key=lambda n: self.registry.layer(n).order)
@@ -760,19 +818,36 @@ def _parts_tokens(parts: Sequence[Part], counter: TokenCounter) -> int:
 
 
 def _block_report(item: Item) -> BlockReport:
+    status, reason = item.status, item.reason
+    pre = item.block.pre_truncated
+    if pre is not None and status != "dropped":
+        reason = f"{pre}; {reason}" if reason else pre
+        if status == "kept":
+            status = "truncated"
     return BlockReport(
         id=item.block.id,
         layer=item.spec.name,
         placement=item.placement,
         plugin=item.plugin,
-        status=item.status,
+        status=status,
         tokens=item.tokens,
         original_tokens=item.original_tokens,
         path=item.block.provenance.path,
         strategy=item.strategy,
-        reason=item.reason,
+        reason=reason,
         hash=item.block.hash,
     )
+
+
+def _system_context_json(items: Sequence[Item]) -> dict[str, Any]:
+    """The system blocks' ``context_json`` provenance merged in order (what was kept)."""
+    merged: dict[str, Any] = {}
+    for item in sorted(items, key=_order):
+        if item.placement == "system" and item.live:
+            found = item.block.provenance.metadata.get("context_json")
+            if isinstance(found, dict):
+                merged.update(found)
+    return merged
 
 
 class _timed:

@@ -324,8 +324,13 @@ class PluginHost:
         for impl in reversed(caller.get_hookimpls()):
             if impl.hookwrapper or impl.wrapper:
                 continue
+            given = {
+                **kwargs,
+                "config": self.config,
+                "settings": self.settings.get(impl.plugin_name),
+            }
             try:
-                answer = impl.function(*(kwargs[a] for a in impl.argnames))
+                answer = impl.function(*(given[a] for a in impl.argnames))
             except Exception as exc:
                 raise PluginError(
                     f"{hook} raised {type(exc).__name__}: {exc}", plugin=impl.plugin_name

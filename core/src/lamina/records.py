@@ -56,8 +56,22 @@ class LayerSpec:
 
 
 @frozen(kw_only=True)
+class Exclusion:
+    """Something a provider considered and left out (a refused file, say), for the report."""
+
+    id: str
+    layer: str
+    reason: str
+    path: str | None = None
+
+
+@frozen(kw_only=True)
 class ProviderContext:
-    """What a layer provider sees for one request."""
+    """What a layer provider sees for one request.
+
+    ``warn`` and ``exclude`` put things in the report without failing the assembly: a
+    degraded source, a file refused for safety.
+    """
 
     request: AssemblyRequest
     config: LaminaConfig
@@ -66,6 +80,16 @@ class ProviderContext:
     tokenizer: Tokenizer
     now: datetime
     plugin: str
+    warnings: list[str] = field(factory=list)
+    exclusions: list[Exclusion] = field(factory=list)
+
+    def warn(self, message: str) -> None:
+        """Add a warning (prefixed with this plugin's name) to the report."""
+        self.warnings.append(f"plugin {self.plugin!r}: {message}")
+
+    def exclude(self, *, id: str, layer: str, reason: str, path: str | None = None) -> None:
+        """Report something left out before it became a block."""
+        self.exclusions.append(Exclusion(id=id, layer=layer, reason=reason, path=path))
 
 
 @frozen(kw_only=True)

@@ -34,7 +34,7 @@ def report_document(ctx: AssembledContext) -> dict[str, Any]:
         included.append(entry)
     warnings = list(report.warnings)
     if excluded:
-        warnings.append(f"{len(excluded)} blocks excluded due to budget")
+        warnings.append(f"{len(excluded)} blocks excluded")
     cut = sum(1 for b in report.blocks if b.status in ("truncated", "summarized"))
     if cut:
         warnings.append(f"{cut} blocks truncated or summarized")

@@ -86,9 +86,11 @@ def _parse_datetime(value: Any) -> datetime:
     return datetime.fromisoformat(value)
 
 
-def unstructure(obj: Any) -> Any:
-    """Plain JSON-ready data (dicts, lists, str, numbers) for a model object."""
-    return _converter.unstructure(obj)
+def unstructure(obj: Any, as_type: Any = None) -> Any:
+    """Plain JSON-ready data (dicts, lists, str, numbers) for a model object; ``as_type``
+    names the declared type when the object's own is not enough (``tuple[Part, ...]`` keeps
+    each part's ``type`` tag)."""
+    return _converter.unstructure(obj, unstructure_as=as_type)
 
 
 def structure(data: Any, cls: type[T], *, file: str | None = None, what: str | None = None) -> T:

@@ -14,4 +14,4 @@ if TYPE_CHECKING:
 
 @hookimpl(trylast=True)
 def lamina_wrap_assembly(call: AssemblyCall) -> AssembledContext:
-    return call.assembler.run(call.request)
+    return call.assembler.run(call.request, strategy=call.strategy)

@@ -58,7 +58,8 @@ class Block:
     ``required`` blocks are never cut (``None`` takes the layer's default); ``group`` ties
     blocks that must be kept or dropped together (a turn: a tool call and its result);
     ``trusted`` content is operator-authored and may carry markup, anything else is data and
-    is escaped by the formatters.
+    is escaped by the formatters. ``pre_truncated`` says why the provider already cut the
+    content (a file read only partly); the report then shows the block as truncated.
     """
 
     id: str
@@ -76,6 +77,7 @@ class Block:
     tag: str | None = None
     trusted: bool = False
     token_count: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
+    pre_truncated: str | None = None
     provenance: Provenance = field(factory=Provenance)
     hash: str = field()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from attrs import field, frozen
 
 from lamina.model.budget import TokenBudget
@@ -12,7 +14,11 @@ from lamina.model.request import AgentRole, ModelConfig, Tool
 
 @frozen(kw_only=True)
 class AssembledContext:
-    """The three physical layers plus everything the engine and the ledger write need."""
+    """The three physical layers plus everything the engine and the ledger write need.
+
+    ``system_context_json`` is the provenance of the system prompt (seed 000's ``context_json``
+    for the system message): the system blocks' ``provenance.metadata["context_json"]`` merged.
+    """
 
     system_prompt: str
     history: tuple[Message, ...]
@@ -29,4 +35,5 @@ class AssembledContext:
     toolset_name: str | None = None
     permissions_granted: tuple[str, ...] = ()
     source_event_id: str | None = None
+    system_context_json: dict[str, Any] = field(factory=dict)
     report: AssemblyReport = field(factory=AssemblyReport)
