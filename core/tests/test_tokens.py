@@ -310,7 +310,9 @@ def test_tokenizer_plugins() -> None:
 
     def ask(model: str, encoding: str | None = None) -> Tokenizer:
         info = ModelInfo(name=model, context_window=8192, encoding=encoding)
-        result: Tokenizer = pm.hook.lamina_tokenizer(model=model, info=info)
+        result: Tokenizer = pm.hook.lamina_tokenizer(
+            model=model, info=info, config=LaminaConfig(), settings=None
+        )
         return result
 
     assert ask("gpt-4o").name == "o200k_base"
