@@ -311,7 +311,7 @@ def test_tokenizer_plugins() -> None:
     def ask(model: str, encoding: str | None = None) -> Tokenizer:
         info = ModelInfo(name=model, context_window=8192, encoding=encoding)
         result: Tokenizer = pm.hook.lamina_tokenizer(
-            model=model, info=info, config=LaminaConfig(), settings=None
+            model=model, info=info, config=lamina.LaminaConfig(), settings=None
         )
         return result
 
