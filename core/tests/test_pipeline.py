@@ -610,6 +610,14 @@ def test_system_context_json_merges_the_system_blocks_provenance():
             provenance=lamina.Provenance(metadata={"context_json": {"persona": {"id": "atlas"}}}),
         ),
         Block.text(
+            "w2",
+            "workspace",
+            "user",
+            provenance=lamina.Provenance(
+                metadata={"context_json": {"workspace": {"userIdentityHash": "def"}}}
+            ),
+        ),
+        Block.text(
             "m",
             "memory",
             "mem",
@@ -618,7 +626,7 @@ def test_system_context_json_merges_the_system_blocks_provenance():
     ]
     ctx = build(blocks).assemble(build(blocks).request("q"))
     assert ctx.system_context_json == {
-        "workspace": {"agentsMdHash": "abc"},
+        "workspace": {"agentsMdHash": "abc", "userIdentityHash": "def"},
         "persona": {"id": "atlas"},
     }
 

@@ -840,14 +840,22 @@ def _block_report(item: Item) -> BlockReport:
 
 
 def _system_context_json(items: Sequence[Item]) -> dict[str, Any]:
-    """The system blocks' ``context_json`` provenance merged in order (what was kept)."""
+    """The system blocks' ``context_json`` provenance, deep-merged in order (what was kept)."""
     merged: dict[str, Any] = {}
     for item in sorted(items, key=_order):
         if item.placement == "system" and item.live:
             found = item.block.provenance.metadata.get("context_json")
             if isinstance(found, dict):
-                merged.update(found)
+                _deep_merge(merged, found)
     return merged
+
+
+def _deep_merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for key, value in more.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _deep_merge(into[key], value)
+        else:
+            into[key] = value
 
 
 class _timed:

@@ -186,8 +186,8 @@ files:
         "missing.md": "refused: no such file",
     }
     assert (
-        "working set working-set.yml: image.png refused: binary file (it contains NUL bytes)"
-        in ctx.report.warnings
+        "plugin 'workspace': working set working-set.yml: image.png refused: binary file "
+        "(it contains NUL bytes)" in ctx.report.warnings
     )
 
 

@@ -220,6 +220,14 @@ def test_context_json_records_source_hashes_and_persona(workspace):
     assert {b.id: b.provenance.path for b in blocks}["persona:soul"] == "personas/atlas/SOUL.md"
 
 
+def test_assembled_context_carries_the_system_prompts_context_json(workspace, assembler):
+    a = assembler(config_for(workspace))
+    merged = a.assemble(a.request("x")).system_context_json
+    assert merged["workspace"]["agentsMdHash"] == hashlib.sha256(AGENTS.encode()).hexdigest()
+    assert merged["persona"]["id"] == "atlas"
+    assert merged["persona"]["soulHash"] == hashlib.sha256(SOUL.encode()).hexdigest()
+
+
 def test_plugin_without_config_section_is_inert():
     a = make_assembler({"model": "gpt-4o"}, plugins=[("workspace", workspace_plugin)])
     with a:

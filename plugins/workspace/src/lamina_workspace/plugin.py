@@ -16,7 +16,6 @@ import lamina
 from lamina import (
     AssembledContext,
     Block,
-    BlockReport,
     LaminaConfig,
     LayerProvider,
     LayerSpec,
@@ -150,8 +149,17 @@ def _boot_block(ctx: ProviderContext, settings: Settings, sources: SystemSources
 def _working_set_provider() -> LayerProvider:
     def provide(ctx: ProviderContext) -> Iterator[Block]:
         ws = ctx.request.metadata.get(WORKING_SET_KEY)
-        if isinstance(ws, WorkingSet):
-            yield from ws.blocks
+        if not isinstance(ws, WorkingSet):
+            return
+        for ex in ws.excluded:
+            ctx.exclude(
+                id=block_id(ex.entry.path),
+                layer=layer_for(ex.entry),
+                reason=f"refused: {ex.reason}",
+                path=ex.entry.path,
+            )
+            ctx.warn(f"working set {ws.manifest_path}: {ex.entry.path} refused: {ex.reason}")
+        yield from ws.blocks
 
     return LayerProvider(
         name="working-set",
@@ -184,8 +192,8 @@ def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> list[Lay
 
 @lamina.hookimpl(wrapper=True)
 def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledContext]:
-    """Read the working set before the pipeline runs (so its budget can cap the request), then
-    add what the kernel never saw to the report: refused files and partial reads."""
+    """Read the working set before the pipeline runs, so its budget can cap the request; the
+    provider then yields its blocks and reports the files it refused."""
     config = call.assembler.config
     settings = settings_of(config)
     if settings is None or settings.working_set is None:
@@ -210,50 +218,8 @@ def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledCo
         caps = [c for c in (cap, request.max_tokens, config.budget.max_tokens) if c is not None]
         changes["max_tokens"] = min(caps)
     call.request = evolve(request, **changes)
-    result = yield
-    return _amend_report(result, ws, config)
-
-
-def _placement(config: LaminaConfig, layer: str) -> str:
-    layer_cfg = config.layers.get(layer)
-    return (
-        config.placement.get(layer)
-        or (layer_cfg.placement if layer_cfg else None)
-        or next(spec.placement for spec in LAYERS if spec.name == layer)
-    )
-
-
-def _amend_report(
-    result: AssembledContext, ws: WorkingSet, config: LaminaConfig
-) -> AssembledContext:
-    report = result.report
-    partial = {block_id(p.entry.path): p for p in ws.partial}
-    blocks = []
-    for b in report.blocks:
-        p = partial.get(b.id)
-        if p is not None and b.status == "kept":
-            b = evolve(b, status="truncated", strategy=p.entry.truncate_strategy, reason=p.note)
-        elif p is not None:
-            b = evolve(b, reason=f"{b.reason}; {p.note}" if b.reason else p.note)
-        blocks.append(b)
-    warnings = list(report.warnings)
-    for ex in ws.excluded:
-        layer = layer_for(ex.entry)
-        blocks.append(
-            BlockReport(
-                id=block_id(ex.entry.path),
-                layer=layer,
-                placement=_placement(config, layer),
-                plugin=NAME,
-                status="dropped",
-                tokens=0,
-                original_tokens=0,
-                path=ex.entry.path,
-                reason=f"refused: {ex.reason}",
-            )
-        )
-        warnings.append(f"working set {ws.manifest_path}: {ex.entry.path} refused: {ex.reason}")
-    return evolve(result, report=evolve(report, blocks=tuple(blocks), warnings=tuple(warnings)))
+    result: AssembledContext = yield
+    return result
 
 
 @lamina.hookimpl

@@ -93,8 +93,9 @@ def build_working_set(
             notes.append(f"only part of its {read.size} bytes read ({entry.truncate_strategy})")
         if read.lines_omitted:
             notes.append(f"{read.lines_omitted} lines over max_lines {entry.max_lines} cut")
-        if notes:
-            partial.append(Partial(entry=entry, note="; ".join(notes)))
+        note = "; ".join(notes) or None
+        if note:
+            partial.append(Partial(entry=entry, note=note))
         hashes[entry.path] = read.sha256
         # The formatter puts its own line break before the closing tag.
         text = read.text[:-1] if read.text.endswith("\n") else read.text
@@ -108,6 +109,7 @@ def build_working_set(
                 tag=entry.role,
                 trusted=False,  # file content is data: escaped by the xml formatter
                 required=False,
+                pre_truncated=note,
                 provenance=Provenance(
                     plugin=plugin,
                     source_id=f"{manifest_path}#{entry.path}",
