@@ -19,6 +19,21 @@ T = TypeVar("T")
 _converter = make_converter(forbid_extra_keys=True)
 
 
+_PART_CLASSES = {tag: cls for cls, tag in PART_TAGS.items()}
+
+
+def _structure_part(value: Any) -> Any:
+    """A part by its ``type`` tag; an unknown or missing tag says which ones exist."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a part (an object with a 'type'), got {type(value).__name__}")
+    tag = value.get("type")
+    cls = _PART_CLASSES.get(tag) if isinstance(tag, str) else None
+    if cls is None:
+        known = ", ".join(sorted(_PART_CLASSES))
+        raise ValueError(f"unknown part type {tag!r}; expected one of {known}")
+    return _converter.structure({k: v for k, v in value.items() if k != "type"}, cls)
+
+
 def _is_sequence(cls: Any) -> bool:
     origin: Any = get_origin(cls)
     return origin is tuple or origin is list
@@ -145,3 +160,4 @@ configure_tagged_union(
     tag_generator=lambda cls: PART_TAGS[cls],
     tag_name="type",
 )
+_converter.register_structure_hook(Part, lambda v, _: _structure_part(v))

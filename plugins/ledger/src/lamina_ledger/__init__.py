@@ -1,0 +1,1 @@
+"""Lamina session history from an Agents Ledger."""

@@ -1,0 +1,96 @@
+"""A ledger history as ``session``-layer blocks: one block per message, ``group`` = turn id
+(so a tool call and its result are kept or dropped together), exact token counts attached."""
+
+from __future__ import annotations
+
+import json
+
+from lamina import SESSION, Block, Message, Provenance, TextPart, ToolCallPart, ToolResultPart
+from lamina_ledger.records import History, Turn
+from lamina_ledger.settings import LedgerSettings
+from lamina_ledger.summarizer import SUMMARY_KEY
+
+PREFIX = "ledger:"
+
+
+def _weight(message: Message) -> int:
+    """A message's size in characters, the way the kernel counts its parts."""
+    n = 0
+    for p in message.content:
+        if isinstance(p, TextPart):
+            n += len(p.text)
+        elif isinstance(p, ToolResultPart):
+            n += len(p.content)
+        elif isinstance(p, ToolCallPart):
+            n += len(p.name) + len(json.dumps(p.arguments, sort_keys=True, ensure_ascii=False))
+        else:
+            n += 4096
+    return max(n, 1)
+
+
+def message_tokens(turn: Turn) -> list[int | None]:
+    """Exact tokens per message: stored per message, else the turn's ``total_tokens`` split
+    in proportion to size (the turn's sum stays exact), else unknown (``None``)."""
+    stored = list(turn.message_tokens)
+    if stored and all(t is not None for t in stored):
+        return stored
+    if turn.total_tokens is None or not turn.messages:
+        return [None] * len(turn.messages)
+    weights = [_weight(m) for m in turn.messages]
+    total, whole = sum(weights), turn.total_tokens
+    shares = [whole * w // total for w in weights]
+    shares[-1] += whole - sum(shares)
+    return list(shares)
+
+
+def summary_text(summary: str, settings: LedgerSettings) -> str:
+    return f"{settings.summary_marker}\n{summary}" if settings.summary_marker else summary
+
+
+def summary_block(history: History, settings: LedgerSettings, plugin: str) -> Block | None:
+    c = history.compaction
+    if c is None:
+        return None
+    return Block.text(
+        f"{PREFIX}{c.turn_id}:summary",
+        SESSION,
+        summary_text(c.summary, settings),
+        role=settings.summary_role,
+        group=c.turn_id,
+        priority=0.9,
+        provenance=Provenance(
+            plugin=plugin,
+            source_id=c.turn_id,
+            metadata={SUMMARY_KEY: True, "turn_id": c.turn_id, "summary": c.summary},
+        ),
+    )
+
+
+def turn_blocks(turn: Turn, plugin: str) -> list[Block]:
+    out = []
+    for i, (m, tokens) in enumerate(zip(turn.messages, message_tokens(turn), strict=True)):
+        out.append(
+            Block(
+                id=f"{PREFIX}{turn.id}:{i}",
+                layer=SESSION,
+                content=m.content,
+                role=m.role,
+                group=turn.id,
+                token_count=tokens,
+                provenance=Provenance(
+                    plugin=plugin,
+                    source_id=f"{turn.id}:{i}",
+                    metadata={"turn_id": turn.id, "context_json": m.context_json},
+                ),
+            )
+        )
+    return out
+
+
+def history_blocks(history: History, settings: LedgerSettings, plugin: str) -> list[Block]:
+    """The whole history as blocks, oldest first: the summary (if any), then the kept turns."""
+    first = summary_block(history, settings, plugin)
+    out = [first] if first is not None else []
+    for turn in history.turns:
+        out += turn_blocks(turn, plugin)
+    return out

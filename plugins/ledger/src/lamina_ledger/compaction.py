@@ -1,0 +1,161 @@
+"""Compaction: replace the oldest turns with a summary by appending a compaction turn.
+
+The cut is placed so the kept turns fill the target (keeping as much verbatim as fits), never
+inside a tool call/result pair and never into the newest ``minimum_turns`` turns. Nothing
+existing is edited or deleted; the summary and the new first-kept turn are a new row."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from attrs import frozen
+
+from lamina import (
+    Block,
+    Message,
+    Summarizer,
+    TextPart,
+    Tokenizer,
+    ToolCallPart,
+    ToolResultPart,
+)
+from lamina_ledger.blocks import message_tokens, summary_block, summary_text, turn_blocks
+from lamina_ledger.ledger import Ledger
+from lamina_ledger.records import History, Trigger, Turn
+from lamina_ledger.settings import LedgerSettings
+
+#: The least a summary is given, however small the budget.
+MIN_SUMMARY_TOKENS = 64
+
+
+@frozen(kw_only=True)
+class CompactionResult:
+    """What one compaction did."""
+
+    turn_id: str
+    first_kept_turn_id: str | None
+    summarized_turns: int
+    kept_turns: int
+    tokens_before: int
+    tokens_after: int
+    trigger: Trigger
+
+
+def message_size(message: Message, tokenizer: Tokenizer) -> int:
+    """Tokens of a message's parts, counted the way the kernel counts history."""
+    n = 0
+    for p in message.content:
+        if isinstance(p, TextPart):
+            n += tokenizer.count(p.text)
+        elif isinstance(p, ToolResultPart):
+            n += tokenizer.count(p.content)
+        elif isinstance(p, ToolCallPart):
+            n += tokenizer.count(p.name) + tokenizer.count(
+                json.dumps(p.arguments, sort_keys=True, ensure_ascii=False)
+            )
+        else:
+            n += 1024
+    return n
+
+
+def turn_size(turn: Turn, tokenizer: Tokenizer, overhead: int) -> int:
+    """A turn's tokens in history: exact counts from the ledger where present."""
+    exact = message_tokens(turn)
+    return sum(
+        (t if t is not None else message_size(m, tokenizer)) + overhead
+        for m, t in zip(turn.messages, exact, strict=True)
+    )
+
+
+def valid_cuts(turns: Sequence[Turn]) -> list[bool]:
+    """``ok[k]``: keeping ``turns[k:]`` orphans no tool result (its call is not cut away)."""
+    call_turn: dict[str, int] = {}
+    for i, t in enumerate(turns):
+        for m in t.messages:
+            for p in m.content:
+                if isinstance(p, ToolCallPart):
+                    call_turn.setdefault(p.id, i)
+    ok = [True] * (len(turns) + 1)
+    for j, t in enumerate(turns):
+        for m in t.messages:
+            for p in m.content:
+                if isinstance(p, ToolResultPart) and p.call_id in call_turn:
+                    i = call_turn[p.call_id]
+                    for k in range(i + 1, j + 1):  # a cut between the call and its result
+                        ok[k] = False
+    return ok
+
+
+def choose_cut(
+    sizes: Sequence[int], ok: Sequence[bool], budget: int, minimum_turns: int
+) -> int | None:
+    """Index of the first kept turn: the smallest valid one whose suffix fits ``budget``
+    (else the largest valid one allowed). ``None`` when no turn may be summarized."""
+    n = len(sizes)
+    last = n - min(minimum_turns, n)
+    candidates = [k for k in range(1, last + 1) if ok[k]]
+    if not candidates:
+        return None
+    suffix = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + sizes[i]
+    for k in candidates:
+        if suffix[k] <= budget:
+            return k
+    return candidates[-1]
+
+
+def compact_history(
+    ledger: Ledger,
+    history: History,
+    *,
+    history_budget: int,
+    settings: LedgerSettings,
+    summarizer: Summarizer,
+    tokenizer: Tokenizer,
+    overhead: int = 0,
+    trigger: Trigger = "manual",
+    plugin: str = "ledger",
+) -> CompactionResult | None:
+    """Summarize the oldest turns of ``history`` so the rest fits ``history_budget`` tokens
+    (summary included) and append the compaction. ``None``: nothing could be summarized."""
+    turns = list(history.turns)
+    sizes = [turn_size(t, tokenizer, overhead) for t in turns]
+    allowance = max(MIN_SUMMARY_TOKENS, min(settings.summary_tokens, history_budget // 4))
+    previous = summary_block(history, settings, plugin)
+    previous_tokens = tokenizer.count(previous.body) + overhead if previous is not None else 0
+    k = choose_cut(
+        sizes,
+        valid_cuts(turns),
+        max(0, history_budget - allowance - overhead),
+        settings.minimum_turns,
+    )
+    if k is None:
+        return None
+    blocks: list[Block] = [previous] if previous is not None else []
+    for t in turns[:k]:
+        blocks += turn_blocks(t, plugin)
+    summary = summarizer.summarize(blocks, allowance, tokenizer)
+    after = tokenizer.count(summary_text(summary, settings)) + overhead + sum(sizes[k:])
+    before = previous_tokens + sum(sizes)
+    first_kept = turns[k].id if k < len(turns) else None
+    turn_id = ledger.record_compaction(
+        history.session,
+        summary,
+        first_kept,
+        tokens_before=before,
+        tokens_after=after,
+        trigger=trigger,
+        summarizer=summarizer.name,
+        parent_turn_id=history.head_turn_id,
+    )
+    return CompactionResult(
+        turn_id=turn_id,
+        first_kept_turn_id=first_kept,
+        summarized_turns=k,
+        kept_turns=len(turns) - k,
+        tokens_before=before,
+        tokens_after=after,
+        trigger=trigger,
+    )

@@ -1,0 +1,79 @@
+"""What the ledger hands back: turns with their messages, compactions, histories, statistics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from attrs import frozen
+
+from lamina import Message, Usage
+
+TurnType = Literal["normal", "compaction"]
+Trigger = Literal["context_limit", "overflow_recovery", "manual"]
+TRIGGERS: tuple[Trigger, ...] = ("context_limit", "overflow_recovery", "manual")
+
+
+@frozen(kw_only=True)
+class Turn:
+    """One turn as stored: its messages, its place in the ancestry and the provider's usage.
+
+    ``total_tokens`` is the exact size of the turn's messages in history (what assembly uses
+    instead of tokenizing); ``usage`` is what the provider reported for the request that made it.
+    """
+
+    id: str
+    type: TurnType
+    parent_id: str | None
+    thread_id: str
+    messages: tuple[Message, ...] = ()
+    message_tokens: tuple[int | None, ...] = ()
+    model: str | None = None
+    provider: str | None = None
+    total_tokens: int | None = None
+    usage: Usage | None = None
+    started_at: str = ""
+    completed_at: str | None = None
+
+
+@frozen(kw_only=True)
+class Compaction:
+    """A compaction: the summary that replaces every turn before ``first_kept_turn_id``."""
+
+    turn_id: str
+    summary: str
+    first_kept_turn_id: str | None
+    tokens_before: int | None
+    tokens_after: int | None
+    trigger: Trigger
+    summarizer: str | None
+    created_at: str
+
+
+@frozen(kw_only=True)
+class History:
+    """A session's history as assembly sees it: the latest compaction (if any) and the turns
+    kept verbatim after it, oldest first (compaction turns themselves are not listed)."""
+
+    session: str
+    head_turn_id: str | None
+    compaction: Compaction | None
+    turns: tuple[Turn, ...]
+
+
+@frozen(kw_only=True)
+class Stats:
+    """Totals over a session's ancestry (seed 000, open question 4: is the cache hitting?)."""
+
+    session: str
+    turns: int
+    compactions: int
+    input_tokens: int
+    cached_input_tokens: int
+    cache_creation_tokens: int
+    output_tokens: int
+    turns_with_usage: int
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """Cached input over all input tokens (``None`` when no usage was recorded)."""
+        return self.cached_input_tokens / self.input_tokens if self.input_tokens else None

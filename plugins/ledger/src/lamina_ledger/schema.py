@@ -1,0 +1,64 @@
+"""The ledger's schema as versioned migrations, written once for SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+#: Marks a database as a Lamina ledger (``ledger_meta.application``).
+APPLICATION = "lamina-ledger"
+
+#: Migration N brings a ledger from version N-1 to N. Append only; never edit a shipped one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE threads (
+            id TEXT PRIMARY KEY,
+            head_turn_id TEXT,
+            forked_from_turn_id TEXT,
+            created_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE sessions (
+            label TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL REFERENCES threads(id),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE turns (
+            id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            type TEXT NOT NULL CHECK (type IN ('normal', 'compaction')),
+            parent_id TEXT,
+            model TEXT,
+            provider TEXT,
+            total_tokens BIGINT,
+            input_tokens BIGINT,
+            cached_input_tokens BIGINT,
+            cache_creation_tokens BIGINT,
+            output_tokens BIGINT,
+            started_at TEXT NOT NULL,
+            completed_at TEXT
+        )""",
+        "CREATE INDEX turns_parent ON turns (parent_id)",
+        """CREATE TABLE messages (
+            turn_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+            content_json TEXT NOT NULL,
+            context_json TEXT,
+            token_count BIGINT,
+            PRIMARY KEY (turn_id, seq)
+        )""",
+        """CREATE TABLE compactions (
+            turn_id TEXT PRIMARY KEY,
+            summary TEXT NOT NULL,
+            first_kept_turn_id TEXT,
+            tokens_before BIGINT,
+            tokens_after BIGINT,
+            trigger TEXT NOT NULL
+                CHECK (trigger IN ('context_limit', 'overflow_recovery', 'manual')),
+            summarizer TEXT,
+            created_at TEXT NOT NULL
+        )""",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+CREATE_META = "CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"

@@ -1,0 +1,261 @@
+"""The host's side: assemble with proactive compaction, recover from a reported overflow,
+record each finished turn with its exact size and the provider's usage."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from lamina import (
+    AssembledContext,
+    Assembler,
+    AssemblyRequest,
+    BudgetError,
+    ConfigError,
+    Message,
+    Summarizer,
+    Usage,
+)
+from lamina_ledger.blocks import PREFIX
+from lamina_ledger.compaction import CompactionResult, compact_history, message_size
+from lamina_ledger.errors import LedgerError
+from lamina_ledger.ledger import Ledger
+from lamina_ledger.records import Trigger
+from lamina_ledger.settings import LedgerSettings, settings_from
+from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
+from lamina_ledger.summarizer import summarizer as default_summarizer
+
+R = TypeVar("R")
+
+
+def fits(ctx: AssembledContext) -> bool:
+    """Whether the kernel kept every ledger block whole (no history was cut this request)."""
+    return all(b.status == "kept" for b in ctx.report.blocks if b.id.startswith(PREFIX))
+
+
+class LedgerSession:
+    """Everything a host needs around one ``Assembler`` whose config has a ``[plugins.ledger]``
+    database: ``assemble`` (compacts first when the context would not fit), ``run`` (sends,
+    and on a context-overflow error compacts harder and retries once), ``record_turn``,
+    ``compact`` and the ``ledger`` itself (reader and writer)."""
+
+    def __init__(
+        self,
+        assembler: Assembler,
+        *,
+        plugin: str = "ledger",
+        settings: LedgerSettings | None = None,
+    ) -> None:
+        self.assembler = assembler
+        self.plugin = plugin
+        self.settings = settings or settings_from(assembler.config, plugin)
+        target = self.settings.target(assembler.config)
+        if target is None:
+            raise ConfigError(
+                "no ledger database configured",
+                file=assembler.config.path,
+                key=f"plugins.{plugin}.database",
+            )
+        self.ledger = Ledger.open(
+            target,
+            busy_timeout=self.settings.busy_timeout,
+            connect_timeout=self.settings.connect_timeout,
+        )
+        self.compactions: list[CompactionResult] = []
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def __enter__(self) -> LedgerSession:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def start(self, session: str) -> None:
+        """Create ``session`` in the ledger if it is new (a missing session is an error)."""
+        self.ledger.create_session(session)
+
+    # -- summarizer ----------------------------------------------------------------------
+
+    def summarizer(self) -> Summarizer:
+        """The summarizer ``[plugins.ledger] summarizer`` names (from ``lamina_summarizers``)."""
+        name = self.settings.summarizer
+        try:
+            return self.assembler.summarizer(name)
+        except ConfigError as exc:
+            if name == DEFAULT_SUMMARIZER:  # the plugin itself is not registered
+                return default_summarizer()
+            raise ConfigError(
+                str(exc).split(": ", 1)[-1],
+                file=self.assembler.config.path,
+                key=f"plugins.{self.plugin}.summarizer",
+            ) from exc
+
+    # -- assembly ------------------------------------------------------------------------
+
+    def assemble(self, request: AssemblyRequest) -> AssembledContext:
+        """Assemble; when the history would not fit whole, compact to ``compact_target`` of
+        the available tokens first (trigger ``context_limit``) and assemble again."""
+        measured = self._measure(request)
+        if isinstance(measured, AssembledContext):
+            return measured
+        available, fixed = measured
+        result = self._compact(
+            request, self.settings.compact_target, available, fixed, "context_limit"
+        )
+        request = _after(request, result)
+        ctx = self._measure(request)
+        if isinstance(ctx, AssembledContext):
+            return ctx
+        # Still too big (the summary or the kept turns came out larger): compact harder once.
+        result = self._compact(
+            request, self.settings.recovery_target, ctx[0], ctx[1], "context_limit"
+        )
+        return self.assembler.assemble(_after(request, result))
+
+    def recover(self, request: AssemblyRequest) -> AssembledContext:
+        """After the provider reported a context overflow: compact to ``recovery_target``
+        (trigger ``overflow_recovery``) and assemble again."""
+        measured = self._measure(request)
+        if isinstance(measured, AssembledContext):
+            available = measured.token_budget.available
+            used = measured.token_budget.used
+            fixed = used.total - used.history
+        else:
+            available, fixed = measured
+        result = self._compact(
+            request, self.settings.recovery_target, available, fixed, "overflow_recovery"
+        )
+        return self.assembler.assemble(_after(request, result))
+
+    def run(
+        self,
+        request: AssemblyRequest,
+        send: Callable[[AssembledContext], R],
+        *,
+        is_overflow: Callable[[BaseException], bool] | None = None,
+    ) -> tuple[AssembledContext, R]:
+        """Assemble (proactively compacted) and ``send``; if ``send`` raises an error that
+        ``is_overflow`` (default: the context's provider adapter) calls a context overflow,
+        recover and send once more. Any other error, or a second failure, propagates."""
+        ctx = self.assemble(request)
+        try:
+            return ctx, send(ctx)
+        except Exception as exc:
+            check = is_overflow or self._adapter_check(ctx)
+            if not check(exc):
+                raise
+        ctx = self.recover(request)
+        return ctx, send(ctx)
+
+    def compact(
+        self,
+        request: AssemblyRequest,
+        *,
+        share: float | None = None,
+        trigger: Trigger = "manual",
+    ) -> CompactionResult | None:
+        """Compact now so the request would use at most ``share`` (default ``compact_target``)
+        of the available tokens. ``None`` when there was nothing to summarize."""
+        measured = self._measure(request)
+        if isinstance(measured, AssembledContext):
+            available = measured.token_budget.available
+            fixed = measured.token_budget.used.total - measured.token_budget.used.history
+        else:
+            available, fixed = measured
+        return self._compact(
+            request, share or self.settings.compact_target, available, fixed, trigger
+        )
+
+    # -- recording -----------------------------------------------------------------------
+
+    def record_turn(
+        self,
+        request: AssemblyRequest | AssembledContext,
+        messages: Sequence[Message],
+        *,
+        usage: Usage | None = None,
+        **fields: Any,
+    ) -> str:
+        """Append a finished turn with its exact per-message token counts (the model's own
+        tokenizer) and the provider's usage. Returns the turn id."""
+        model = request.model
+        tokenizer = self.assembler.model(model).tokenizer
+        counts = [message_size(m, tokenizer) for m in messages]
+        provider = request.provider or None
+        return self.ledger.append_turn(
+            request.session_label,
+            messages,
+            usage=usage,
+            model=model,
+            provider=fields.pop("provider", provider),
+            total_tokens=sum(counts) if tokenizer.exact else None,
+            message_tokens=counts if tokenizer.exact else None,
+            **fields,
+        )
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _measure(self, request: AssemblyRequest) -> AssembledContext | tuple[int, int]:
+        """The context when it fits whole; else (available tokens, tokens outside history)."""
+        try:
+            ctx = self.assembler.assemble(request)
+        except BudgetError as exc:
+            resolved = self.assembler.model(request.model)
+            history = self.ledger.history(request.session_label, at_turn=request.parent_turn_id)
+            from lamina_ledger.compaction import turn_size
+
+            hist = sum(
+                turn_size(t, resolved.tokenizer, resolved.info.message_overhead)
+                for t in history.turns
+            )
+            return exc.available, max(0, exc.available + exc.overage - hist)
+        if fits(ctx):
+            return ctx
+        used = ctx.token_budget.used
+        return ctx.token_budget.available, used.total - used.history
+
+    def _compact(
+        self, request: AssemblyRequest, share: float, available: int, fixed: int, trigger: Trigger
+    ) -> CompactionResult | None:
+        resolved = self.assembler.model(request.model)
+        history = self.ledger.history(request.session_label, at_turn=request.parent_turn_id)
+        budget = max(0, int(share * available) - fixed)
+        result = compact_history(
+            self.ledger,
+            history,
+            history_budget=budget,
+            settings=self.settings,
+            summarizer=self.summarizer(),
+            tokenizer=resolved.tokenizer,
+            overhead=resolved.info.message_overhead,
+            trigger=trigger,
+            plugin=self.plugin,
+        )
+        if result is not None:
+            self.compactions.append(result)
+        elif trigger == "overflow_recovery":
+            raise LedgerError(
+                f"context overflow but nothing left to compact (the newest "
+                f"{self.settings.minimum_turns} turns are always kept)",
+                session=request.session_label,
+                turn=history.head_turn_id,
+            )
+        return result
+
+    def _adapter_check(self, ctx: AssembledContext) -> Callable[[BaseException], bool]:
+        try:
+            adapter = self.assembler.adapter(ctx.provider)
+        except ConfigError:
+            return lambda _exc: False
+        return adapter.is_context_overflow
+
+
+def _after(request: AssemblyRequest, result: CompactionResult | None) -> AssemblyRequest:
+    """A request pinned to a turn (``parent_turn_id``) now continues from the compaction."""
+    if result is None or request.parent_turn_id is None:
+        return request
+    from attrs import evolve
+
+    return evolve(request, parent_turn_id=result.turn_id)

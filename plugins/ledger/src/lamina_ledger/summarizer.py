@@ -1,0 +1,214 @@
+"""The default summarizer: deterministic and extractive (no network). It keeps what an agent
+needs after compaction: the goal, the decisions, the open asks and exact identifiers (file
+paths, URLs, numbers, names in backticks), and folds in the previous summary."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from lamina import Block, Summarizer, TextPart, Tokenizer, ToolCallPart, ToolResultPart
+
+NAME = "ledger-extractive"
+#: ``Block.provenance.metadata`` key marking the previous compaction's summary.
+SUMMARY_KEY = "ledger_summary"
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_PATH = re.compile(r"(?<![\w/])(?:[\w.-]+/)*[\w-]+\.(?:[A-Za-z]{1,5})(?::\d+)?(?![\w/])")
+_SLASHED = re.compile(r"(?<![\w])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+")
+_URL = re.compile(r"https?://[^\s)>\]]+")
+_TICKED = re.compile(r"`([^`\n]{1,80})`")
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*(?:\.\d+)?(?:%|ms|s|k|KB|MB|GB|x)?(?![\w.])")
+_DECIDE = re.compile(
+    r"\b(decid\w*|chose|choos\w*|agreed|we will|we'll|i will|i'll|going to|plan\w*|"
+    r"use\b|switch\w*|keep\b|must|should|instead|fixed|changed|conclu\w*)",
+    re.IGNORECASE,
+)
+_ASK = re.compile(
+    r"(\?\s*$|^(please|can you|could you|would you|let's|add|fix|make|write|implement|"
+    r"update|remove|check|find|run|explain|show|create|rename|refactor)\b)",
+    re.IGNORECASE,
+)
+_NOT_EXT = {"e.g", "i.e", "etc", "vs"}
+_MAX_ITEM = 240
+
+
+def _clip(text: str, limit: int = _MAX_ITEM) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 2]
+
+
+def identifiers(text: str, *, numbers: bool) -> list[str]:
+    """Exact identifiers in ``text``, in order of appearance, without repeats."""
+    found: list[tuple[int, str]] = []
+    for rx in (_URL, _SLASHED, _PATH):
+        found += [(m.start(), m.group(0).rstrip(".,;:")) for m in rx.finditer(text)]
+    found += [(m.start(1), m.group(1)) for m in _TICKED.finditer(text)]
+    if numbers:
+        found += [(m.start(), m.group(0).rstrip(",")) for m in _NUMBER.finditer(text)]
+    out: list[str] = []
+    for _, ident in sorted(found):
+        if ident.lower() in _NOT_EXT or (len(ident) < 2 and not ident.isdigit()):
+            continue
+        if ident not in out and not any(ident in o for o in out if "/" in o):
+            out.append(ident)
+    return out
+
+
+class _Notes:
+    def __init__(self) -> None:
+        self.goal: str | None = None
+        self.decisions: list[str] = []
+        self.asks: list[str] = []
+        self.idents: list[str] = []
+        self.tools: list[str] = []
+
+    def add(self, bucket: list[str], item: str) -> None:
+        item = _clip(item)
+        if item in bucket:
+            bucket.remove(item)
+        bucket.append(item)  # newest last
+
+    def prior(self, text: str) -> None:
+        """Fold a previous summary (this summarizer's own layout) back in."""
+        section = None
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("Goal:"):
+                self.goal = self.goal or line[5:].strip() or None
+            elif line.endswith(":") and line[:-1] in _SECTIONS:
+                section = line[:-1]
+            elif line.startswith("- ") and section:
+                bucket = self._bucket(section)
+                if section == "Identifiers":
+                    for ident in line[2:].split(", "):
+                        self.add(bucket, ident)
+                else:
+                    self.add(bucket, line[2:])
+            elif line and not line.startswith("["):
+                self.add(self.decisions, line)
+
+    def _bucket(self, section: str) -> list[str]:
+        return {
+            "Decisions": self.decisions,
+            "Open asks": self.asks,
+            "Identifiers": self.idents,
+            "Tools used": self.tools,
+        }[section]
+
+    def text(self, role: str | None, text: str) -> None:
+        for ident in identifiers(text, numbers=True):
+            self.add(self.idents, ident)
+        for s in _sentences(text):
+            if role == "user":
+                if self.goal is None:
+                    self.goal = _clip(s)
+                elif _ASK.search(s):
+                    self.add(self.asks, s)
+            elif role == "assistant" and _DECIDE.search(s):
+                self.add(self.decisions, s)
+
+    def call(self, part: ToolCallPart) -> None:
+        args = ", ".join(f"{k}={v!r}" for k, v in sorted(part.arguments.items()))
+        self.add(self.tools, f"{part.name}({_clip(args, 120)})")
+        for value in part.arguments.values():
+            if isinstance(value, str):
+                for ident in identifiers(value, numbers=False) or [_clip(value, 80)]:
+                    self.add(self.idents, ident)
+
+    def result(self, part: ToolResultPart) -> None:
+        head = part.content[:4000]
+        for ident in identifiers(head, numbers=False)[:8]:
+            self.add(self.idents, ident)
+        if part.is_error:
+            self.add(self.decisions, f"tool error: {_clip(part.content, 160)}")
+
+
+_SECTIONS = ("Decisions", "Open asks", "Identifiers", "Tools used")
+
+
+def summarize(blocks: Sequence[Block], max_tokens: int, tokenizer: Tokenizer) -> str:
+    """An extractive summary of ``blocks`` in at most ``max_tokens`` tokens (newest facts win
+    when not everything fits; the goal always comes first)."""
+    notes = _Notes()
+    for block in blocks:
+        if block.provenance.metadata.get(SUMMARY_KEY):
+            notes.prior(block.body)
+            continue
+        for part in block.content:
+            if isinstance(part, TextPart):
+                notes.text(block.role, part.text)
+            elif isinstance(part, ToolCallPart):
+                notes.call(part)
+            elif isinstance(part, ToolResultPart):
+                notes.result(part)
+    return _render_within(notes, max_tokens, tokenizer)
+
+
+def _render(goal: str | None, chosen: dict[str, list[str]]) -> str:
+    lines = [f"Goal: {goal}"] if goal else []
+    for section in _SECTIONS:
+        items = chosen.get(section) or []
+        if not items:
+            continue
+        lines.append(f"{section}:")
+        if section == "Identifiers":
+            lines.append("- " + ", ".join(items))
+        else:
+            lines += [f"- {i}" for i in items]
+    return "\n".join(lines)
+
+
+def _render_within(notes: _Notes, max_tokens: int, tokenizer: Tokenizer) -> str:
+    goal = notes.goal
+    if goal and tokenizer.count(f"Goal: {goal}") > max_tokens:
+        goal = _clip(goal, max(8, 4 * max_tokens // 2))
+    pools = {
+        "Open asks": list(reversed(notes.asks)),
+        "Decisions": list(reversed(notes.decisions)),
+        "Identifiers": list(reversed(notes.idents)),
+        "Tools used": list(reversed(notes.tools)),
+    }
+    chosen: dict[str, list[str]] = {k: [] for k in pools}
+    # Round-robin over the sections, newest first, so no one section starves the others.
+    order = ["Open asks", "Decisions", "Identifiers", "Identifiers", "Tools used"]
+    used = tokenizer.count(_render(goal, chosen))
+    if used > max_tokens:
+        return ""
+    exhausted: set[str] = set()
+    while len(exhausted) < len(pools):
+        for section in order:
+            if section in exhausted:
+                continue
+            if not pools[section]:
+                exhausted.add(section)
+                continue
+            item = pools[section].pop(0)
+            chosen[section].insert(0, item)  # keep oldest-first order in the text
+            cost = tokenizer.count(item) + 3
+            if used + cost > max_tokens:
+                chosen[section].pop(0)
+                exhausted.add(section)
+                continue
+            used += cost
+    text = _render(goal, chosen)
+    while chosen and tokenizer.count(text) > max_tokens:  # estimates undercounted: trim
+        longest = max(chosen, key=lambda k: len(chosen[k]))
+        if not chosen[longest]:
+            return _render(goal, {})
+        chosen[longest].pop(0)
+        text = _render(goal, chosen)
+    return text
+
+
+def summarizer() -> Summarizer:
+    """The record ``lamina_summarizers`` returns."""
+    return Summarizer(
+        name=NAME,
+        summarize=summarize,
+        description="deterministic extractive summary: goal, decisions, open asks, identifiers",
+    )

@@ -1,0 +1,149 @@
+"""Creating, migrating and recognizing ledgers; locked, read-only and unreachable databases."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from lamina_ledger.errors import LedgerError
+from lamina_ledger.ledger import Ledger
+from lamina_ledger.schema import SCHEMA_VERSION
+
+from lamina import Message
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ledger_helpers import fresh_schema
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def test_first_use_creates_a_wal_ledger_at_the_current_version(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "ledger.db"
+    with Ledger.open(str(path)) as w:
+        w.append_turn("s", [Message.of("user", "a")])
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    meta = dict(conn.execute("SELECT key, value FROM ledger_meta").fetchall())
+    assert meta == {"application": "lamina-ledger", "schema_version": "1"}
+    assert SCHEMA_VERSION == 1
+    conn.close()
+
+
+def test_reading_never_modifies_the_files(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger.open(str(path)) as w:
+        w.append_turn("s", [Message.of("user", "a")])
+        w.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = digest(tmp_path)
+    with Ledger.open(str(path), readonly=True) as r:
+        r.history("s")
+        r.stats("s")
+        r.ancestry("s")
+    after = digest(tmp_path)
+    assert after["ledger.db"] == before["ledger.db"]
+    # SQLite may create its WAL index files to read a WAL database; the log stays empty.
+    assert set(after) - set(before) <= {"ledger.db-wal", "ledger.db-shm"}
+    assert (tmp_path / "ledger.db-wal").stat().st_size == 0 if "ledger.db-wal" in after else True
+
+
+def test_reader_on_a_missing_file_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="no ledger here"):
+        Ledger.open(str(tmp_path / "none.db"), readonly=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_that_is_not_sqlite(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("just some notes, long enough to look like a header " * 10)
+    with pytest.raises(LedgerError, match="not a ledger: the file is not an SQLite database"):
+        Ledger.open(str(path))
+    assert path.read_text().startswith("just some notes")
+
+
+def test_an_sqlite_file_of_something_else(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE invoices (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(LedgerError, match=r"not a ledger: .*\(invoices\) but no ledger_meta"):
+        Ledger.open(str(path))
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    Ledger.open(str(path)).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE ledger_meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    for readonly in (False, True):
+        with pytest.raises(LedgerError, match="schema version 99, newer than .* supports \\(1\\)"):
+            Ledger.open(str(path), readonly=readonly)
+
+
+def test_locked_database_names_session_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger.open(str(path)) as w:
+        w.append_turn("s", [Message.of("user", "a")])
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with Ledger.open(str(path), busy_timeout=0.05) as w:
+            with pytest.raises(LedgerError) as err:
+                w.append_turn("s", [Message.of("user", "b")], turn_id="t-locked")
+            msg = str(err.value)
+            assert "session 's'" in msg and "turn 't-locked'" in msg and "locked" in msg
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    with Ledger.open(str(path), readonly=True) as r:
+        assert len(r.history("s").turns) == 1
+
+
+def test_read_only_database(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger.open(str(path)) as w:
+        w.append_turn("s", [Message.of("user", "a")])
+    uri = f"file:{path}?mode=ro"
+    with Ledger.open(uri) as w:
+        with pytest.raises(LedgerError) as err:
+            w.append_turn("s", [Message.of("user", "b")], turn_id="t-ro")
+        assert "session 's'" in str(err.value) and "turn 't-ro'" in str(err.value)
+        assert "read-only" in str(err.value)
+        assert len(w.history("s").turns) == 1
+
+
+def test_server_down_is_a_clear_error() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"postgresql://nobody:secret@127.0.0.1:{port}/ledger"
+    with pytest.raises(LedgerError) as err:
+        Ledger.open(url, connect_timeout=2)
+    msg = str(err.value)
+    assert "unreachable" in msg and "secret" not in msg and f":{port}/ledger" in msg
+
+
+def test_postgres_ledger_recognized_and_versioned(postgres_url: str) -> None:
+    url = fresh_schema(postgres_url)
+    Ledger.open(url).close()
+    with Ledger.open(url) as w:  # a second open finds the ledger and migrates nothing
+        assert w.db.version() == SCHEMA_VERSION
+        w.db.execute("UPDATE ledger_meta SET value = '7' WHERE key = 'schema_version'")
+    with pytest.raises(LedgerError, match="schema version 7, newer"):
+        Ledger.open(url, readonly=True)
+    other = fresh_schema(postgres_url)
+    import psycopg
+
+    with psycopg.connect(other, autocommit=True) as conn:
+        conn.execute("CREATE TABLE invoices (id int)")
+    with pytest.raises(LedgerError, match="not a ledger"):
+        Ledger.open(other)
