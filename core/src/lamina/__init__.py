@@ -30,6 +30,7 @@ from lamina.model import (
     Event,
     ImagePart,
     Message,
+    MessageRole,
     ModelConfig,
     Part,
     Provenance,
@@ -41,6 +42,7 @@ from lamina.model import (
     Usage,
 )
 from lamina.pipeline import Assembler, AssemblyCall
+from lamina.plugins import Attributed, Registry
 from lamina.records import (
     Adapter,
     FitStrategy,
@@ -69,6 +71,7 @@ __all__ = [
     "AssemblyCall",
     "AssemblyReport",
     "AssemblyRequest",
+    "Attributed",
     "Block",
     "BlockReport",
     "BudgetError",
@@ -85,6 +88,7 @@ __all__ = [
     "LayerProvider",
     "LayerSpec",
     "Message",
+    "MessageRole",
     "ModelConfig",
     "ModelInfo",
     "Part",
@@ -92,6 +96,7 @@ __all__ = [
     "Provenance",
     "ProviderContext",
     "ProviderError",
+    "Registry",
     "SerdeError",
     "Summarizer",
     "TextPart",

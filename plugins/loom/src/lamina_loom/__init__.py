@@ -1,0 +1,57 @@
+"""Lamina plugin for Loom Trees (seed 001): dialogue-mode and buffer-mode context assembly
+from a path through a tree, with an embedded SQLite store and a JSON import/export."""
+
+from lamina_loom.api import DialogueResult, Loom, assemble_buffer, assemble_dialogue
+from lamina_loom.buffer import BufferResult
+from lamina_loom.errors import LoomError
+from lamina_loom.model import (
+    SEED_PREFERENCES,
+    Edge,
+    EdgeSource,
+    Node,
+    NodeImage,
+    NodeMetadata,
+    NodeVersion,
+    Preferences,
+    Tree,
+)
+from lamina_loom.plugin import LoomPlugin
+from lamina_loom.settings import OperationalMemory, Settings, Stash
+from lamina_loom.store import (
+    SCHEMA,
+    MemoryStore,
+    SQLiteStore,
+    TreeStore,
+    open_store,
+    tree_from_json,
+    tree_to_json,
+)
+
+__all__ = [
+    "SCHEMA",
+    "SEED_PREFERENCES",
+    "BufferResult",
+    "DialogueResult",
+    "Edge",
+    "EdgeSource",
+    "Loom",
+    "LoomError",
+    "LoomPlugin",
+    "MemoryStore",
+    "Node",
+    "NodeImage",
+    "NodeMetadata",
+    "NodeVersion",
+    "OperationalMemory",
+    "Preferences",
+    "SQLiteStore",
+    "Settings",
+    "Stash",
+    "Tree",
+    "TreeStore",
+    "assemble_buffer",
+    "assemble_dialogue",
+    "open_store",
+    "tree_from_json",
+    "tree_to_json",
+]

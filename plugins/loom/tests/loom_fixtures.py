@@ -1,0 +1,137 @@
+"""The story tree shared by the loom tests: branches, versions, excluded and pruned nodes, an
+annotation edge and a multi-source edge (context image + instruction)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from attrs import evolve
+from lamina_loom import (
+    Edge,
+    EdgeSource,
+    Node,
+    NodeImage,
+    NodeMetadata,
+    NodeVersion,
+    Preferences,
+    Tree,
+)
+
+from lamina import LaminaConfig
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def edge(eid: str, parent: str, target: str, *, kind: str = "continuation", **roles: str) -> Edge:
+    """An edge parent → target; extra sources as ``context="x"`` / ``instruction="y"``."""
+    sources = [EdgeSource(node=parent, role="primary")]
+    sources += [EdgeSource(node=n, role=r) for r, n in roles.items()]
+    return Edge(id=eid, target=target, sources=tuple(sources), kind=kind)  # type: ignore[arg-type]
+
+
+def story(
+    *,
+    preferences: Preferences | None = None,
+    buffer_system: bool = False,
+    system_context: str = "Keep it for children.",
+) -> Tree:
+    """Path r a b c d e f g h k (c pruned, h excluded); a2 a branch; note an annotation of d;
+    the edge into g has img as context and ins as instruction."""
+    nodes = [
+        Node(
+            id="r",
+            author_type="human",
+            content="Once upon a time,",
+            metadata=NodeMetadata(author="ann", created_at=T0),
+        ),
+        Node(id="a", author_type="model", content=" there was a fox."),
+        Node(id="a2", author_type="model", content=" there was a bear."),
+        Node(
+            id="b",
+            author_type="human",
+            content=" Tell me more.",
+            metadata=NodeMetadata(
+                versions=(
+                    NodeVersion(content=" Tell me more!"),
+                    NodeVersion(content=" Tell me everything."),
+                )
+            ),
+        ),
+        Node(
+            id="c",
+            author_type="model",
+            content=" It was quick.",
+            metadata=NodeMetadata(pruned=True),
+        ),
+        Node(
+            id="d",
+            author_type="model",
+            content=" It was red.",
+            metadata=NodeMetadata(
+                versions=(
+                    NodeVersion(content=" It was red and small."),
+                    NodeVersion(content=" It was crimson."),
+                ),
+                active_version=0,
+            ),
+        ),
+        Node(id="e", author_type="human", content=" What did it eat?"),
+        Node(id="f", author_type="human", content=" Answer briefly."),
+        Node(
+            id="img",
+            author_type="human",
+            image=NodeImage(media_type="image/png", url="https://example.org/fox.png"),
+        ),
+        Node(id="ins", author_type="human", content="Answer as a poet."),
+        Node(id="g", author_type="model", content=" It ate berries."),
+        Node(
+            id="h", author_type="human", content=" And then?", metadata=NodeMetadata(excluded=True)
+        ),
+        Node(id="k", author_type="model", content=" Then it slept.", local_id="K1"),
+        Node(id="note", author_type="human", content="Editor: check facts."),
+        Node(id="q", author_type="human", content=" Is that true?"),
+    ]
+    edges = [
+        edge("e-a", "r", "a"),
+        edge("e-a2", "r", "a2"),
+        edge("e-b", "a", "b"),
+        edge("e-c", "b", "c"),
+        edge("e-d", "c", "d"),
+        edge("e-e", "d", "e"),
+        edge("e-f", "e", "f"),
+        edge("e-g", "f", "g", context="img", instruction="ins"),
+        edge("e-h", "g", "h"),
+        edge("e-k", "h", "k"),
+        edge("e-note", "d", "note", kind="annotation"),
+        edge("e-q", "note", "q"),
+    ]
+    return Tree(
+        id="story",
+        name="Fox story",
+        system_context=system_context,
+        buffer_mode_system_context=buffer_system,
+        preferences=preferences or Preferences(),
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+    )
+
+
+def chain(count: int = 10, *, system_context: str = "SSSSSSS", **tree: object) -> Tree:
+    """``n01 … n<count>`` alternating human/model, each ``"Node NN says hi."`` (16 characters,
+    4 estimated tokens); ``system_context`` 7 characters (2 tokens)."""
+    nodes = tuple(
+        Node(
+            id=f"n{i:02d}",
+            author_type="human" if i % 2 else "model",
+            content=f"Node {i:02d} says hi.",
+        )
+        for i in range(1, count + 1)
+    )
+    edges = tuple(edge(f"e{i:02d}", f"n{i - 1:02d}", f"n{i:02d}") for i in range(2, count + 1))
+    return Tree(id="chain", system_context=system_context, nodes=nodes, edges=edges, **tree)  # type: ignore[arg-type]
+
+
+def loom_config(**budget: int) -> LaminaConfig:
+    """Defaults for a Claude model (estimated tokens, no per-message overhead), no tool reserve."""
+    config = LaminaConfig(model="claude-sonnet-4")
+    return evolve(config, budget=evolve(config.budget, reserve_tools=0, **budget))
