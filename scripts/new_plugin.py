@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -59,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileExistsError) as exc:
         print(f"new-plugin: error: {exc}", file=sys.stderr)
         return 2
-    print(f"created {dest} ({len(files)} files); next: pip install -e '{dest}[test]' && pytest {dest}")
+    print(
+        f"created {dest} ({len(files)} files); next: pip install -e '{dest}[test]' && pytest {dest}"
+    )
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any, TypeVar, get_args, get_origin
 
@@ -32,6 +33,18 @@ def _structure_part(value: Any) -> Any:
         known = ", ".join(sorted(_PART_CLASSES))
         raise ValueError(f"unknown part type {tag!r}; expected one of {known}")
     return _converter.structure({k: v for k, v in value.items() if k != "type"}, cls)
+
+
+_FIELD_MESSAGE = re.compile(r"^'(?P<field>\w+)' (?P<rest>.*) @ (?P<path>\S+)$", re.S)
+
+
+def _at_field(error: str) -> str:
+    """attrs validators fail at the class; point the path at the field they name
+    (``'share' must be <= 1.0: 1.5 @ $.layers`` → ``must be <= 1.0: 1.5 @ $.layers.share``)."""
+    m = _FIELD_MESSAGE.match(error)
+    if m is None:
+        return error
+    return f"{m['rest']} @ {m['path']}.{m['field']}"
 
 
 def _is_sequence(cls: Any) -> bool:
@@ -114,7 +127,10 @@ def structure(data: Any, cls: type[T], *, file: str | None = None, what: str | N
         return _converter.structure(data, cls)
     except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
         if isinstance(exc, cattrs.BaseValidationError):
-            errors = cattrs.transform_error(exc, path="$", format_exception=_describe)
+            errors = [
+                _at_field(e)
+                for e in cattrs.transform_error(exc, path="$", format_exception=_describe)
+            ]
         else:
             errors = [f"{exc} @ $"]
         raise SerdeError(errors, file=file, what=what or cls.__name__) from exc
@@ -142,7 +158,8 @@ def rebase_errors(errors: list[str], prefix: str) -> list[str]:
         if not sep:
             out.append(error)
             continue
-        key = ".".join(k for k in (prefix, path.removeprefix("$").lstrip(".")) if k)
+        path = re.sub(r"\['([^'\]]+)'\]", r".\1", path.removeprefix("$")).lstrip(".")
+        key = ".".join(k for k in (prefix, path) if k)
         out.append(f"{message} at key {key}" if key else f"{message} at the top level")
     return out
 

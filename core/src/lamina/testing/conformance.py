@@ -66,7 +66,7 @@ HOSTILE_TEXTS: tuple[str, ...] = (
 _SHARED = settings(suppress_health_check=[HealthCheck.differing_executors], deadline=None)
 
 #: Text hypothesis draws for the suites: any Unicode but lone surrogates.
-TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=300)
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=300)
 
 
 # -- tokenizers -----------------------------------------------------------------------------

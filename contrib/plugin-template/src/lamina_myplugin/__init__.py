@@ -1,0 +1,1 @@
+"""Lamina plugin ``myplugin``: pinned files become memory blocks."""
