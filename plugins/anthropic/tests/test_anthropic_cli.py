@@ -51,3 +51,15 @@ def test_cli_prints_the_messages_request(tmp_path) -> None:
             }
         ],
     }
+
+
+def test_model_overrides_in_config_reach_the_budget(tmp_path):
+    from lamina import Assembler
+
+    config = tmp_path / "lamina.toml"
+    config.write_text(
+        'model = "claude-sonnet-4-20250514"\n'
+        '[plugins.anthropic.models."claude-sonnet-4"]\ncontext_window = 1000000\n'
+    )
+    a = Assembler.from_config(config)
+    assert a.assemble(a.request("hi")).token_budget.model_limit == 1_000_000

@@ -216,14 +216,14 @@ def test_ttl_and_switches_from_settings_and_options() -> None:
 
 
 def test_model_info_and_date_suffix_normalisation() -> None:
-    info = plugin.lamina_model_info("claude-sonnet-4-20250514")
+    info = plugin.lamina_model_info("claude-sonnet-4-20250514", None)
     assert info is not None
     assert (info.name, info.context_window, info.max_output) == ("claude-sonnet-4", 200_000, 64_000)
     assert (info.provider, info.min_cache_prefix) == ("anthropic", 1024)
-    haiku = plugin.lamina_model_info("anthropic/claude-3-5-haiku-20241022")
+    haiku = plugin.lamina_model_info("anthropic/claude-3-5-haiku-20241022", None)
     assert haiku is not None and (haiku.max_output, haiku.min_cache_prefix) == (8192, 2048)
-    assert plugin.lamina_model_info("gpt-4o") is None
-    assert plugin.lamina_model_info("openai/claude-sonnet-4") is None
+    assert plugin.lamina_model_info("gpt-4o", None) is None
+    assert plugin.lamina_model_info("openai/claude-sonnet-4", None) is None
 
 
 def test_overrides_in_settings_reach_the_request() -> None:
@@ -250,7 +250,7 @@ def test_max_tokens_defaults_to_the_reserved_reply() -> None:
 
 
 def test_estimate_is_flagged_and_calibrates() -> None:
-    info = plugin.lamina_model_info("claude-sonnet-4")
+    info = plugin.lamina_model_info("claude-sonnet-4", None)
     assert info is not None
     tok = plugin.lamina_tokenizer(model="claude-sonnet-4", info=info)
     assert tok is not None and tok.exact is False

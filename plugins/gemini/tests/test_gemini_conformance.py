@@ -159,7 +159,7 @@ def test_first_turn_is_user_and_lead_in_is_text() -> None:
 
 
 def test_model_info() -> None:
-    info = plugin.lamina_model_info("models/gemini-2.5-pro")
+    info = plugin.lamina_model_info("models/gemini-2.5-pro", None)
     assert info is not None
     assert (info.name, info.context_window, info.max_output) == (
         "gemini-2.5-pro",
@@ -167,8 +167,8 @@ def test_model_info() -> None:
         65_536,
     )
     assert (info.provider, info.min_cache_prefix) == ("gemini", 4096)
-    flash = plugin.lamina_model_info("gemini-2.5-flash")
+    flash = plugin.lamina_model_info("gemini-2.5-flash", None)
     assert flash is not None and flash.min_cache_prefix == 1024
-    assert plugin.lamina_model_info("claude-sonnet-4") is None
+    assert plugin.lamina_model_info("claude-sonnet-4", None) is None
     tok = plugin.lamina_tokenizer(model="gemini-2.5-pro", info=info)
     assert tok is not None and tok.exact is False

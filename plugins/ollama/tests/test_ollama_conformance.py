@@ -125,9 +125,9 @@ def test_tool_messages_and_images() -> None:
 
 
 def test_model_info() -> None:
-    info = plugin.lamina_model_info("llama3.2:3b")
+    info = plugin.lamina_model_info("llama3.2:3b", None)
     assert info is not None and (info.context_window, info.provider) == (4096, "ollama")
-    cloud = plugin.lamina_model_info("ollama/gpt-oss:120b")
+    cloud = plugin.lamina_model_info("ollama/gpt-oss:120b", None)
     assert cloud is not None and cloud.name == "gpt-oss:120b" and cloud.context_window > 4096
-    assert plugin.lamina_model_info("gpt-4o") is None
-    assert plugin.lamina_model_info("ft:gpt-4o:org:custom") is None
+    assert plugin.lamina_model_info("gpt-4o", None) is None
+    assert plugin.lamina_model_info("ft:gpt-4o:org:custom", None) is None

@@ -74,3 +74,15 @@ def test_cli_prints_the_request(tmp_path, provider: str, expected: dict) -> None
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == expected
+
+
+def test_model_overrides_in_config_reach_the_budget(tmp_path):
+    from lamina import Assembler
+
+    config = tmp_path / "lamina.toml"
+    config.write_text(
+        'model = "gpt-4o"\n[plugins.openai.models."gpt-4o"]\ncontext_window = 50000\n'
+    )
+    a = Assembler.from_config(config)
+    budget = a.assemble(a.request("hi")).token_budget
+    assert budget.model_limit == 50_000

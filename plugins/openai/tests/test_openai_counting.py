@@ -50,12 +50,12 @@ def test_cookbook_example_counts() -> None:
 
 
 def test_model_info_carries_the_framing() -> None:
-    info = plugin.lamina_model_info("gpt-4o-2024-08-06")
+    info = plugin.lamina_model_info("gpt-4o-2024-08-06", None)
     assert info is not None
     assert (info.name, info.encoding, info.provider) == ("gpt-4o", "o200k_base", "openai")
     assert (info.message_overhead, info.reply_overhead) == (4, 3)
     assert (info.context_window, info.max_output, info.min_cache_prefix) == (128_000, 16_384, 1024)
-    legacy = plugin.lamina_model_info("gpt-4")
+    legacy = plugin.lamina_model_info("gpt-4", None)
     assert legacy is not None and legacy.encoding == "cl100k_base"
     assert legacy.context_window == 8192
 

@@ -33,10 +33,9 @@ def lamina_adapters(settings: AnthropicSettings | None) -> list[Adapter]:
 
 
 @hookimpl
-def lamina_model_info(model: str) -> ModelInfo | None:
-    """Claude models from models.dev (config overrides apply in the adapter only: the kernel
-    does not hand this hook the plugin's settings)."""
-    return model_info(model, DEFAULTS.models)
+def lamina_model_info(model: str, settings: AnthropicSettings | None) -> ModelInfo | None:
+    """Claude models from models.dev, with `[plugins.anthropic.models]` overrides."""
+    return model_info(model, (settings or DEFAULTS).models)
 
 
 @hookimpl

@@ -33,9 +33,9 @@ def lamina_adapters(settings: GeminiSettings | None) -> list[Adapter]:
 
 
 @hookimpl
-def lamina_model_info(model: str) -> ModelInfo | None:
-    """Gemini models from models.dev (config overrides apply in the adapter only)."""
-    return model_info(model, DEFAULTS.models)
+def lamina_model_info(model: str, settings: GeminiSettings | None) -> ModelInfo | None:
+    """Gemini models from models.dev, with `[plugins.gemini.models]` overrides."""
+    return model_info(model, (settings or DEFAULTS).models)
 
 
 @hookimpl

@@ -33,9 +33,9 @@ def lamina_adapters(settings: OllamaSettings | None) -> list[Adapter]:
 
 
 @hookimpl
-def lamina_model_info(model: str) -> ModelInfo | None:
-    """Ollama models (``name:tag`` or ``ollama/name``); config overrides apply in the adapter."""
-    return model_info(model, DEFAULTS.models)
+def lamina_model_info(model: str, settings: OllamaSettings | None) -> ModelInfo | None:
+    """Ollama models (``name:tag`` or ``ollama/name``), with `[plugins.ollama.models]` overrides."""
+    return model_info(model, (settings or DEFAULTS).models)
 
 
 @hookimpl

@@ -38,7 +38,6 @@ def lamina_adapters(settings: OpenAISettings | None) -> list[Adapter]:
 
 
 @hookimpl
-def lamina_model_info(model: str) -> ModelInfo | None:
-    """OpenAI models from models.dev (config overrides apply in the adapters only: the kernel
-    does not hand this hook the plugin's settings)."""
-    return model_info(model, DEFAULTS.models)
+def lamina_model_info(model: str, settings: OpenAISettings | None) -> ModelInfo | None:
+    """OpenAI models from models.dev, with `[plugins.openai.models]` overrides."""
+    return model_info(model, (settings or DEFAULTS).models)
