@@ -74,7 +74,7 @@ def test_fresh_venv_lists_the_bundle_and_the_new_plugin(outside):
     base, env_dir, _ = outside
     listing = run([env_dir / "bin" / "lamina", "plugins"], cwd=base)
     assert "redaction 0.1.0 (lamina-redaction, installed)\n" in listing
-    assert "    hooks: lamina_settings_class, lamina_wrap_assembly\n" in listing
+    assert "    hooks: lamina_block_transforms, lamina_settings_class\n" in listing
     assert "pinned_notes 0.1.0 (lamina-pinned-notes, installed)\n" in listing
     assert "ERROR" not in listing
 

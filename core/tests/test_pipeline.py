@@ -643,3 +643,48 @@ def test_parts_keep_their_type_tag_when_unstructured_as_declared():
     data = lamina.unstructure(parts, tuple[lamina.Part, ...])
     assert [d["type"] for d in data] == ["text", "tool_call"]
     assert lamina.structure(data, tuple[lamina.Part, ...]) == parts
+
+
+def test_block_transforms_run_on_every_block_before_measuring():
+    secret = "sk-test-" + "a" * 40
+
+    def mask(block, ctx):
+        if secret not in block.body:
+            return block
+        ctx.warn(f"masked a key in {block.id}")
+        if block.text_part_index() is None:
+            return block
+        return block.with_text(block.body.replace(secret, "[key]"))
+
+    class Masker:
+        @lamina.hookimpl
+        def lamina_block_transforms(self):
+            return [lamina.BlockTransform(name="mask", transform=mask)]
+
+    blocks = [
+        Block.text("rules", "workspace", f"key: {secret}", trusted=True),
+        *turn(1, f"my key is {secret}", "noted"),
+    ]
+    a = make_assembler(
+        {"model": "gpt-4o"}, plugins=[("fixture", StaticProvider(blocks)), ("masker", Masker())]
+    )
+    ctx = a.assemble(a.request(f"use {secret}"))
+    text = lamina.to_json(ctx)
+    assert secret not in text
+    assert "key: [key]" in ctx.system_prompt and ctx.history[0].text == "my key is [key]"
+    assert ctx.current_message.text.endswith("use [key]")
+    assert "plugin 'masker': masked a key in t1:u" in ctx.report.warnings
+    # Counted as sent: the report's tokens are the masked block's.
+    rules = next(b for b in ctx.report.blocks if b.id == "rules")
+    assert rules.tokens == O200K.count("key: [key]") + O200K.count("\n\n")
+
+
+def test_a_transform_that_breaks_the_contract_names_the_plugin():
+    class Bad:
+        @lamina.hookimpl
+        def lamina_block_transforms(self):
+            return [lamina.BlockTransform(name="bad", transform=lambda b, ctx: None)]
+
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("bad", Bad())])
+    with pytest.raises(lamina.PluginError, match="plugin 'bad'.*must return the block"):
+        a.assemble(a.request("q"))

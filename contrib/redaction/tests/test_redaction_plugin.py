@@ -83,10 +83,17 @@ def test_everything_is_masked():
     assert call.content[0].arguments == {"headers": {"auth": "Bearer [REDACTED:bearer-token]"}}
     assert result.content[0].content == "token: [REDACTED:github-token]"
     assert ctx.current_message.text.endswith("and the stripe key [REDACTED:stripe-key]")
-    assert ctx.report.warnings == (
-        "plugin 'redaction': masked 5 secret(s): aws-access-key ×1, bearer-token ×1, "
-        "credential ×1, github-token ×1, stripe-key ×1",
+    assert sorted(ctx.report.warnings) == sorted(
+        [
+            "plugin 'redaction': masked 1 secret(s) in ops: credential ×1",
+            "plugin 'redaction': masked 1 secret(s) in h1: aws-access-key ×1",
+            "plugin 'redaction': masked 1 secret(s) in h2: bearer-token ×1",
+            "plugin 'redaction': masked 1 secret(s) in h3: github-token ×1",
+            "plugin 'redaction': masked 1 secret(s) in event:content: stripe-key ×1",
+        ]
     )
+    reported = {b.id: b for b in ctx.report.blocks}
+    assert reported["h1"].tokens == FakeTokenizer().count("my key is [REDACTED:aws-access-key]")
 
 
 def test_usage_matches_the_masked_text():
@@ -116,14 +123,22 @@ def test_same_input_same_bytes():
     assert assemble(config({}), plugins=plugins()) == assemble(config({}), plugins=plugins())
 
 
-def test_a_mask_that_breaks_the_budget_is_a_budget_error():
+def test_masks_are_measured_before_fitting():
     long_mask = {"mask": "[" + "x " * 40 + "{kind}]"}
+    # Masked, the history no longer fits whole: fitting cuts it, and the result is in budget.
     cfg = config(
-        long_mask, budget={"context_window": 400, "reserve_response": 10, "reserve_tools": 0}
+        long_mask,
+        budget={"max_tokens": 300, "reserve_response": 0, "reserve_tools": 0},
+        fit={"minimum_recent": 0},
     )
-    with pytest.raises(BudgetError, match="plugin 'redaction': the masked context needs") as info:
+    ctx = assemble(cfg, plugins=plugins())
+    assert ctx.token_budget.used.total <= 300
+    assert any(b.status == "dropped" for b in ctx.report.blocks if b.layer == "session")
+    # What must not be cut (the masked system prompt and event) is a budget error, not a
+    # silently over-budget context.
+    cfg = config(long_mask, budget={"max_tokens": 60, "reserve_response": 0, "reserve_tools": 0})
+    with pytest.raises(BudgetError, match="over by"):
         assemble(cfg, plugins=plugins())
-    assert info.value.overage > 0
 
 
 def test_bad_section_names_the_key():

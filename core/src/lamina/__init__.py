@@ -45,6 +45,7 @@ from lamina.pipeline import Assembler, AssemblyCall
 from lamina.plugins import Attributed, Registry
 from lamina.records import (
     Adapter,
+    BlockTransform,
     FitStrategy,
     Formatter,
     HistoryCut,
@@ -74,6 +75,7 @@ __all__ = [
     "Attributed",
     "Block",
     "BlockReport",
+    "BlockTransform",
     "BudgetError",
     "BudgetUsage",
     "ConfigError",

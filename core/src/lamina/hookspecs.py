@@ -10,7 +10,7 @@ implementation once per ``Assembler``, attributes every record to that plugin an
 records of one kind with one name. Besides the spec's own arguments they may take
 ``settings``: the plugin's own config section, validated against ``lamina_settings_class``.
 
-``lamina_adapters`` is a collection hook too.
+``lamina_adapters`` and ``lamina_block_transforms`` are collection hooks too.
 
 *First-result hooks* (``lamina_tokenizer``, ``lamina_model_info``) are asked once per model
 and the answer is cached; they may take ``config`` and ``settings`` too (so config overrides
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from lamina.pipeline import AssemblyCall
     from lamina.records import (
         Adapter,
+        BlockTransform,
         FitStrategy,
         Formatter,
         LayerProvider,
@@ -215,6 +216,22 @@ def lamina_wrap_assembly(  # type: ignore[empty-body]
             result = yield
             log.info("assembled in %.1f ms", 1000 * (time.perf_counter() - started))
             return result
+    """
+
+
+@hookspec
+def lamina_block_transforms(config: LaminaConfig, settings: Any) -> Iterable[BlockTransform]:  # type: ignore[empty-body]
+    """Return block transforms, run on every gathered block before it is measured.
+
+    Example::
+
+        def mask(block, ctx):
+            text = block.body
+            return block.with_text(text.replace("hunter2", "[secret]")) if "hunter2" in text else block
+
+        @lamina.hookimpl
+        def lamina_block_transforms():
+            return [BlockTransform(name="mask-passwords", transform=mask)]
     """
 
 

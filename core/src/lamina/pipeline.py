@@ -23,7 +23,7 @@ from attrs import fields as attrs_fields
 from lamina.config import LaminaConfig, load_config, reserves
 from lamina.errors import BudgetError, ConfigError, LaminaError, PluginError, ProviderError
 from lamina.fitting import Fitter, Item
-from lamina.model.blocks import Block, Placement, Provenance
+from lamina.model.blocks import Block, Placement, Provenance, content_hash
 from lamina.model.budget import BudgetUsage, TokenBudget
 from lamina.model.context import AssembledContext
 from lamina.model.messages import (
@@ -45,6 +45,7 @@ from lamina.model.request import AssemblyRequest, Event, Tool
 from lamina.plugins import Attributed, PluginHost, Registry
 from lamina.records import (
     Adapter,
+    BlockTransform,
     Exclusion,
     FitStrategy,
     Formatter,
@@ -464,7 +465,51 @@ class Assembler:
         for ctx in contexts:  # in provider order, whatever order they finished in
             warnings.extend(ctx.warnings)
             exclusions.extend((x, ctx.plugin) for x in ctx.exclusions)
+        if self.registry.block_transforms:
+            gathered = self._transform(gathered, contexts[0] if contexts else None, warnings)
         return gathered
+
+    def _transform(
+        self,
+        gathered: list[tuple[Block, str]],
+        base: ProviderContext | None,
+        warnings: list[str],
+    ) -> list[tuple[Block, str]]:
+        """Run every block transform over every block (a changed block gets a fresh hash)."""
+        if base is None:
+            return gathered
+        out = gathered
+        for item in self.registry.block_transforms:
+            record: BlockTransform = item.record
+            ctx = evolve(
+                base,
+                settings=self.host.settings.get(item.plugin),
+                plugin=item.plugin,
+                warnings=[],
+                exclusions=[],
+            )
+            done = []
+            for block, plugin in out:
+                try:
+                    changed = record.transform(block, ctx)
+                except Exception as exc:
+                    raise PluginError(
+                        f"block transform {record.name!r} raised {type(exc).__name__} on block "
+                        f"{block.id!r}: {exc}",
+                        plugin=item.plugin,
+                    ) from exc
+                if not isinstance(changed, Block) or changed.id != block.id:
+                    raise PluginError(
+                        f"block transform {record.name!r} must return the block it was given "
+                        f"(same id), got {changed!r:.80}",
+                        plugin=item.plugin,
+                    )
+                if changed is not block and changed.content != block.content:
+                    changed = evolve(changed, hash=content_hash(changed.content), token_count=None)
+                done.append((changed, plugin))
+            out = done
+            warnings.extend(ctx.warnings)
+        return out
 
     def _check_blocks(
         self, provider: LayerProvider, blocks: list[Block], seen: dict[str, str]

@@ -20,9 +20,10 @@ from attrs import frozen
 
 from lamina import hookspecs
 from lamina.config import LaminaConfig
-from lamina.errors import LaminaWarning, PluginError, SerdeError
+from lamina.errors import LaminaError, LaminaWarning, PluginError, SerdeError
 from lamina.records import (
     Adapter,
+    BlockTransform,
     FitStrategy,
     Formatter,
     LayerProvider,
@@ -91,6 +92,7 @@ class Registry:
     summarizers: dict[str, Attributed]
     tool_filters: tuple[Attributed, ...]
     adapters: dict[str, Attributed]
+    block_transforms: tuple[Attributed, ...] = ()
 
     def layer(self, name: str) -> LayerSpec:
         spec: LayerSpec = self.layers[name].record
@@ -270,6 +272,8 @@ class PluginHost:
             try:
                 result = impl.function(*(kwargs[a] for a in impl.argnames))
                 records = list(result or ())
+            except LaminaError:
+                raise  # already names its cause (a config key, a file)
             except Exception as exc:
                 raise PluginError(
                     f"{hook} raised {type(exc).__name__}: {exc}", plugin=impl.plugin_name
@@ -316,6 +320,9 @@ class PluginHost:
             summarizers=self._named("lamina_summarizers", Summarizer, "summarizer"),
             tool_filters=tuple(filters.values()),
             adapters=self._named("lamina_adapters", Adapter, "adapter"),
+            block_transforms=tuple(
+                self._named("lamina_block_transforms", BlockTransform, "block transform").values()
+            ),
         )
 
     def first(self, hook: str, **kwargs: Any) -> tuple[Any, str] | None:

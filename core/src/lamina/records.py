@@ -210,3 +210,18 @@ class Adapter:
     is_context_overflow: Callable[[Any], bool] = _never_overflow
     native_system: bool = True
     description: str = ""
+
+
+@frozen(kw_only=True)
+class BlockTransform:
+    """Rewrites blocks after they are gathered and before they are measured, e.g. to mask
+    secrets everywhere (history included) so what is counted is what is sent.
+
+    ``transform(block, ctx)`` returns the block, changed or not; ``ctx`` is a
+    ``ProviderContext`` for the transform's plugin (``ctx.warn`` reaches the report).
+    Transforms run in plugin registration order.
+    """
+
+    name: str
+    transform: Callable[[Block, ProviderContext], Block]
+    description: str = ""

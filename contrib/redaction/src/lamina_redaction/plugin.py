@@ -1,23 +1,13 @@
-"""Lamina plugin ``redaction``: masks secrets in everything assembled, before it reaches the
-prompt. Active only when ``[plugins.redaction]`` is in the config; inert otherwise.
-
-It wraps each assembly (``lamina_wrap_assembly``): the current event is masked before the
-pipeline runs, so it is measured masked; system prompt, history and current message are masked
-after, and the token usage is corrected by what changed.
-"""
+"""Lamina plugin ``redaction``: masks secrets in every block, history included, before the
+kernel measures anything, so what is counted is what is sent. Active only when
+``[plugins.redaction]`` is in the config; inert otherwise."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Generator
-from typing import Any
-
-import attrs
-
 import lamina
-from lamina import AssembledContext, AssemblyCall, ConfigError, LaminaConfig, structure
+from lamina import Block, BlockTransform, ConfigError, LaminaConfig, ProviderContext
 from lamina_redaction.detectors import Redactor
-from lamina_redaction.masking import mask_context
+from lamina_redaction.masking import mask_block
 from lamina_redaction.settings import Settings
 
 NAME = "redaction"
@@ -28,14 +18,10 @@ def lamina_settings_class() -> type:
     return Settings
 
 
-def redactor_for(config: LaminaConfig) -> Redactor | None:
-    """The redactor ``config`` asks for, or ``None`` when it has no ``[plugins.redaction]``
-    section (or ``enabled = false``)."""
-    raw = config.sections.get(NAME)
-    if raw is None:
-        return None
-    settings: Settings = structure(raw, Settings, file=config.path)
-    if not settings.enabled:
+def redactor_for(config: LaminaConfig, settings: Settings | None) -> Redactor | None:
+    """The redactor the config asks for, or ``None`` without a ``[plugins.redaction]`` section
+    (or with ``enabled = false``)."""
+    if NAME not in config.sections or settings is None or not settings.enabled:
         return None
     try:
         return settings.redactor()
@@ -45,16 +31,19 @@ def redactor_for(config: LaminaConfig) -> Redactor | None:
         ) from None
 
 
-@lamina.hookimpl(wrapper=True)
-def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledContext]:
-    redactor = redactor_for(call.assembler.config)
+@lamina.hookimpl
+def lamina_block_transforms(
+    config: LaminaConfig, settings: Settings | None
+) -> list[BlockTransform]:
+    redactor = redactor_for(config, settings)
     if redactor is None:
-        result: AssembledContext = yield
-        return result
-    event = call.request.event
-    content, found = redactor.redact(event.content)
-    if found:
-        call.request = attrs.evolve(call.request, event=attrs.evolve(event, content=content))
-    result = yield
-    tokenizer = call.assembler.model(result.model).tokenizer
-    return mask_context(result, redactor, tokenizer, Counter(found))
+        return []
+
+    def transform(block: Block, ctx: ProviderContext) -> Block:
+        masked, found = mask_block(block, redactor)
+        if found:
+            kinds = ", ".join(f"{kind} ×{n}" for kind, n in sorted(found.items()))
+            ctx.warn(f"masked {sum(found.values())} secret(s) in {block.id}: {kinds}")
+        return masked
+
+    return [BlockTransform(name=NAME, transform=transform, description="mask secrets")]
