@@ -12,7 +12,7 @@ from lamina_nexus import plugin as nexus_plugin
 from lamina_nexus.render import render_environment
 from lamina_nexus.snapshot import SnapshotError, parse_snapshot
 
-from lamina import PluginError
+from lamina import ConfigError
 from lamina.testing import make_assembler
 
 SNAPSHOT: dict[str, Any] = {
@@ -250,7 +250,9 @@ def test_inert_without_a_section():
 
 
 def test_section_without_a_source_is_a_config_error():
-    with pytest.raises(PluginError, match=r"set snapshot \(a JSON file\) or command"):
+    with pytest.raises(
+        ConfigError, match=r"key plugins.nexus: set snapshot \(a JSON file\) or command"
+    ):
         make_assembler({"plugins": {"nexus": {"timeout": 2}}}, plugins=[("nexus", nexus_plugin)])
 
 

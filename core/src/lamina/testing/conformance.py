@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lamina.config import parse_config
-from lamina.errors import BudgetError, ConfigError, LaminaWarning
+from lamina.errors import BudgetError, ConfigError, LaminaWarning, PluginError
 from lamina.model.blocks import Block, Provenance
 from lamina.model.budget import TokenBudget
 from lamina.model.context import AssembledContext
@@ -340,7 +340,10 @@ class LayerProviderConformance:
 
     def test_inert_without_config(self, workspace: Path) -> None:
         if not self.inert_without_config:
-            pytest.skip("this plugin acts without a config section")
+            ctx = self.assemble({})
+            mine = [b.id for b in ctx.report.blocks if b.plugin == self.plugin_name]
+            assert mine, "inert_without_config = False, but nothing comes without config"
+            return
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             ctx = self.assemble({})
@@ -400,7 +403,11 @@ class LayerProviderConformance:
         pm = make_plugin_manager((self.plugin_name, self.make_plugin()))
         classes = [c for c in pm.hook.lamina_settings_class() if c is not None]
         if not classes:
-            pytest.skip("the plugin takes no settings")
+            # No settings class: a section for the plugin is refused, not ignored.
+            config = parse_config({"plugins": {self.plugin_name: {"x": 1}}}, file="lamina.toml")
+            with pytest.raises(PluginError, match="takes no settings"):
+                make_assembler(config, plugins=[(self.plugin_name, self.make_plugin())])
+            return
         assert attrs.has(classes[0]), "lamina_settings_class must return an attrs class"
         config = parse_config(
             {"plugins": {self.plugin_name: {"no_such_key_xyz": 1}}}, file="lamina.toml"

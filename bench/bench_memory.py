@@ -1,0 +1,298 @@
+"""Memory retrieval on LoCoMo: evidence recall within a 1,024-token memory layer, and latency.
+
+For each question of categories 1–4 of the six LoCoMo conversations in
+``../shared/data/locomo/locomo-dev.json`` (override: ``LAMINA_LOCOMO``; evaluation only, never
+copied into the repository), the corpus is that conversation's dialog turns, one memory chunk per
+turn (``Speaker: text``). The question is assembled through a real ``Assembler`` with the
+``memory`` plugin (``gpt-4o``, o200k_base); recall is the fraction of the question's evidence
+turns among the chunks injected, and the memory layer as rendered is checked to fit the budget.
+
+Latency: ``MemoryService.retrieve`` on a 10,000-chunk store (the conversations' turns repeated
+with fresh ids, neighbours on, cache off), median over 300 questions, query embedding included
+when dense is on.
+
+Run: ``.venv/bin/python bench/bench_memory.py [--budget 1024] [--variants bm25,fusion,...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import lamina_memory.plugin as memory_plugin
+from lamina_memory.records import Chunk
+from lamina_memory.retrieval import Filters
+
+from lamina.testing import make_assembler
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(
+    os.environ.get("LAMINA_LOCOMO", ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json")
+)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "bm25 (rrf_k 60)": {"rrf_k": 60},
+    "bm25": {},
+    "bm25+neighbours": {"neighbours": 1},
+    "fusion": {"embedder": "minilm"},
+    "fusion+neighbours": {"embedder": "minilm", "neighbours": 1},
+}
+
+
+def load() -> list[dict[str, Any]]:
+    if not DATA.is_file():
+        sys.exit(f"LoCoMo data not found at {DATA} (set LAMINA_LOCOMO)")
+    data: list[dict[str, Any]] = json.loads(DATA.read_text("utf-8"))
+    return data
+
+
+def session_time(raw: str) -> datetime | None:
+    """``1:56 pm on 8 May, 2023`` → an aware datetime (UTC), or None."""
+    try:
+        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def turns(sample: dict[str, Any]) -> list[Chunk]:
+    conv = sample["conversation"]
+    out = []
+    keys = sorted(
+        (k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
+    )
+    for key in keys:
+        when = session_time(conv.get(f"{key}_date_time", ""))
+        for t in conv[key]:
+            out.append(
+                Chunk(id=t["dia_id"], text=f"{t['speaker']}: {t['text']}", time=when, session=key)
+            )
+    return out
+
+
+def evidence(raw: list[str], known: set[str]) -> set[str]:
+    """Normalise LoCoMo's evidence ids (``D8:6; D9:17``, ``D:11:26``, ``D30:05``)."""
+    out = set()
+    for item in raw:
+        for part in re.split(r"[;,\s]+", item):
+            m = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
+            if m:
+                dia = f"D{m.group(1)}:{m.group(2)}"
+                if dia in known:
+                    out.add(dia)
+    return out
+
+
+def embed_all(samples: list[dict[str, Any]]) -> dict[str, list[Chunk]]:
+    """Every conversation's turns with MiniLM embeddings (computed once for all variants)."""
+    from lamina_memory.embedders import get_embedder
+
+    emb = get_embedder("minilm")
+    out = {}
+    for s in samples:
+        chunks = turns(s)
+        vecs = emb.embed([c.text for c in chunks])
+        out[s["sample_id"]] = [
+            Chunk(
+                id=c.id,
+                text=c.text,
+                time=c.time,
+                session=c.session,
+                embedding=tuple(float(x) for x in v),
+            )
+            for c, v in zip(chunks, vecs, strict=True)
+        ]
+    return out
+
+
+def run_variant(
+    name: str,
+    extra: dict[str, Any],
+    samples: list[dict[str, Any]],
+    embedded: dict[str, list[Chunk]] | None,
+    budget: int,
+) -> dict[str, Any]:
+    dense = "embedder" in extra
+    per_cat: dict[int, list[float]] = defaultdict(list)
+    worst_tokens = 0
+    token_counts: list[int] = []
+    times = []
+    for s in samples:
+        section = {
+            "store": "memory:",
+            "max_tokens": budget,
+            "compress": False,
+            "cache_ttl": 0,
+            **extra,
+        }
+        config = {"model": "gpt-4o", "plugins": {"memory": section}}
+        asm = make_assembler(config, plugins=[("memory", memory_plugin)])
+        svc = memory_plugin.SERVICES[None]
+        chunks = embedded[s["sample_id"]] if dense and embedded else turns(s)
+        svc.add(chunks, embed=False)
+        yielded = record_blocks(svc)
+        known = {c.id for c in chunks}
+        enc = asm.model("gpt-4o").tokenizer
+        for qa in s["qa"]:
+            cat = qa.get("category")
+            if cat not in CATEGORIES:
+                continue
+            ev = evidence(qa.get("evidence", []), known)
+            if not ev:
+                continue
+            question = str(qa["question"])
+            started = time.perf_counter()
+            ctx = asm.assemble(asm.request(question, session_label="locomo"))
+            times.append(time.perf_counter() - started)
+            memory_text = ctx.current_message.text.split("Current time:")[0]
+            tokens = enc.count(memory_text.rstrip("\n"))
+            token_counts.append(tokens)
+            worst_tokens = max(worst_tokens, tokens)
+            injected = _items(yielded, ctx)
+            per_cat[cat].append(len(ev & injected) / len(ev))
+        asm.close()
+        svc.close()
+    all_scores = [x for v in per_cat.values() for x in v]
+    return {
+        "variant": name,
+        "recall": statistics.fmean(all_scores),
+        "by_category": {CATEGORIES[c]: statistics.fmean(v) for c, v in sorted(per_cat.items())},
+        "questions": len(all_scores),
+        "max_memory_tokens": worst_tokens,
+        "mean_memory_tokens": statistics.fmean(token_counts),
+        "assemble_ms_median": 1000 * statistics.median(times),
+    }
+
+
+def record_blocks(svc: Any) -> list[Any]:
+    """Keep the blocks the memory provider yields (their provenance lists each item)."""
+    seen: list[Any] = []
+    original = svc.blocks
+
+    def blocks(ctx: Any) -> Any:
+        out, warnings = original(ctx)
+        seen[:] = out
+        return out, warnings
+
+    svc.blocks = blocks
+    return seen
+
+
+def _items(yielded: list[Any], ctx: Any) -> set[str]:
+    """The chunk ids injected: each kept memory block's items, from its provenance. A block
+    the kernel shortened keeps only the items whose line survived."""
+    kept = {b.id: b for b in ctx.report.blocks if b.layer == "memory" and b.status != "dropped"}
+    out = set()
+    text = ctx.current_message.text
+    for block in yielded:
+        report = kept.get(block.id)
+        if report is None:
+            continue
+        lines = block.body.split("\n")
+        for line, item in zip(lines, block.provenance.metadata["items"], strict=True):
+            if report.hash == block.hash or f"{line}\n" in text:
+                out.add(item["source_id"])
+    return out
+
+
+def latency(samples: list[dict[str, Any]], dense: bool, n_items: int = 10_000) -> dict[str, float]:
+    """Median ``retrieve`` time on a store of ``n_items`` chunks (turns repeated, fresh ids)."""
+    from lamina_memory.service import MemoryService
+    from lamina_memory.settings import Settings
+
+    from lamina import LaminaConfig
+    from lamina.tokens import TiktokenTokenizer
+
+    base = []
+    for s in samples:
+        base.extend(embed_cache[s["sample_id"]] if dense else turns(s))
+    chunks = []
+    i = 0
+    while len(chunks) < n_items:
+        c = base[i % len(base)]
+        chunks.append(
+            Chunk(
+                id=f"{c.id}#{i}", text=c.text, time=c.time, session=c.session, embedding=c.embedding
+            )
+        )
+        i += 1
+    settings = Settings(
+        store="memory:", cache_ttl=0, embedder="minilm" if dense else None, neighbours=1
+    )
+    svc = MemoryService(settings, LaminaConfig())
+    svc.add(chunks, embed=False)
+    svc.snapshot()
+    tok = TiktokenTokenizer("o200k_base")
+    qs = [qa["question"] for s in samples for qa in s["qa"] if qa.get("category") in CATEGORIES]
+    times = []
+    for q in qs[:300]:
+        started = time.perf_counter()
+        svc.retrieve(
+            text=q,
+            session="locomo",
+            now=datetime(2026, 1, 1, tzinfo=UTC),
+            who=frozenset(),
+            filters=Filters(),
+            budget=1024,
+            tokenizer=tok,
+            fmt="markdown",
+        )
+        times.append(time.perf_counter() - started)
+    svc.close()
+    return {
+        "items": n_items,
+        "median_ms": 1000 * statistics.median(times),
+        "p95_ms": 1000 * sorted(times)[int(0.95 * len(times))],
+    }
+
+
+embed_cache: dict[str, list[Chunk]] = {}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=int, default=1024)
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names")
+    ap.add_argument("--latency", action="store_true", help="also time a 10,000-item store")
+    args, _unknown = ap.parse_known_args()  # `./dev bench ARGS` passes every script the same args
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    samples = load()
+    names = [v for v in args.variants.split(",") if v]
+    embedded = None
+    if any("embedder" in VARIANTS[n] for n in names) or args.latency:
+        started = time.perf_counter()
+        embedded = embed_all(samples)
+        embed_cache.update(embedded)
+        print(
+            f"embedded {sum(len(v) for v in embedded.values())} turns in "
+            f"{time.perf_counter() - started:.1f}s",
+            flush=True,
+        )
+    for name in names:
+        r = run_variant(name, VARIANTS[name], samples, embedded, args.budget)
+        cats = "  ".join(f"{k} {100 * v:.1f}%" for k, v in r["by_category"].items())
+        print(
+            f"{name:20s} recall {100 * r['recall']:.1f}%  [{cats}]  n={r['questions']}  "
+            f"memory tokens mean {r['mean_memory_tokens']:.0f} max {r['max_memory_tokens']}  assemble {r['assemble_ms_median']:.1f} ms",
+            flush=True,
+        )
+    if args.latency:
+        for dense in (False, True):
+            r2 = latency(samples, dense)
+            print(
+                f"retrieve, {r2['items']} items, neighbours=1, dense={dense}: median {r2['median_ms']:.1f} ms, "
+                f"p95 {r2['p95_ms']:.1f} ms",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

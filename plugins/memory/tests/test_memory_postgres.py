@@ -1,0 +1,103 @@
+"""The PostgreSQL + pgvector store, against a real server (pgserver)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from lamina_memory.pgstore import _redact
+from lamina_memory.records import Chunk, Entity, EpisodicEvent, Pattern, Relation
+from lamina_memory.store import MemoryStoreError, open_store
+
+T = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def db_url(pg_url: str) -> str:
+    """A fresh database per test on the session's server."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return pg_url.replace("/postgres?", f"/{name}?")
+
+
+def test_round_trip_and_versions(db_url: str) -> None:
+    store = open_store(db_url)
+    items = [
+        EpisodicEvent(
+            id="e1",
+            type="message",
+            text="hi",
+            time=T,
+            session="s",
+            outcome="ok",
+            salience=0.8,
+            acl=("user:ann",),
+        ),
+        Chunk(id="c1", text="alpha", time=T, embedding=(1.0, 0.0, 0.0)),
+        Chunk(id="c2", text="beta", embedding=(0.0, 1.0, 0.0)),
+        Entity(id="n1", type="person", name="Ann", properties={"team": "infra"}, salience=0.9),
+        Relation(id="r1", source="n1", target="n1", type="self", weight=0.5),
+        Pattern(
+            id="p1",
+            text="run make",
+            keywords=("deploy",),
+            intent="action",
+            successes=1,
+            applications=2,
+        ),
+    ]
+    assert store.version() == 0
+    store.add(items)
+    assert store.version() == 1
+    assert store.events() == [items[0]]
+    assert store.chunks() == [items[1], items[2]]
+    assert store.entities() == [items[3]]
+    assert store.relations() == [items[4]]
+    assert store.patterns() == [items[5]]
+    assert store.embedding_dim() == 3
+    # upsert by id
+    store.add([Chunk(id="c2", text="beta two", embedding=(0.0, 0.9, 0.1))])
+    assert [c.text for c in store.chunks()] == ["alpha", "beta two"]
+    assert store.version() == 2
+    # pgvector answers nearest-neighbour queries
+    assert [i for i, _ in store.nearest((0.0, 1.0, 0.0), 1)] == ["c2"]
+    store.close()
+
+
+def test_dimension_mismatch_is_refused_whole(db_url: str) -> None:
+    store = open_store(db_url)
+    store.add([Chunk(id="a", text="x", embedding=(1.0, 0.0))])
+    with pytest.raises(MemoryStoreError, match=r"chunk 'b' has an embedding of 3 dimensions"):
+        store.add([Chunk(id="ok", text="y"), Chunk(id="b", text="y", embedding=(1.0, 0.0, 0.0))])
+    assert [c.id for c in store.chunks()] == ["a"]
+    store.close()
+
+
+def test_memory_layer_on_postgres(db_url: str, make: Any) -> None:
+    asm, svc = make({"store": db_url})
+    svc.add(
+        [
+            Chunk(id="c1", text="the staging config lives in vault"),
+            Chunk(id="c2", text="lunch is at noon"),
+        ]
+    )
+    ctx = asm.assemble(asm.request("where is the staging config?"))
+    assert "vault" in ctx.current_message.text and "lunch" not in ctx.current_message.text
+
+
+def test_unreachable_server_is_a_clear_error() -> None:
+    with pytest.raises(
+        MemoryStoreError,
+        match=r"cannot reach memory store 'postgresql://u:\*\*\*@127\.0\.0\.1:1/db'",
+    ):
+        open_store("postgresql://u:secret@127.0.0.1:1/db")
+
+
+def test_password_is_redacted() -> None:
+    assert _redact("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert _redact("postgresql://u@h/db") == "postgresql://u@h/db"
