@@ -101,3 +101,33 @@ def test_unreachable_server_is_a_clear_error() -> None:
 def test_password_is_redacted() -> None:
     assert _redact("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
     assert _redact("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+def test_dense_search_uses_pgvector_and_agrees_with_the_in_memory_matrix(
+    db_url: str, make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lamina_memory.pgstore import PostgresStore
+
+    calls: list[int] = []
+    real = PostgresStore.nearest
+
+    def spy(self: PostgresStore, vector: Any, k: int) -> list[tuple[str, float]]:
+        calls.append(k)
+        return real(self, vector, k)
+
+    monkeypatch.setattr(PostgresStore, "nearest", spy)
+    chunks = [
+        Chunk(id="c1", text="the car is parked in bay four"),  # no word in common with the ask
+        Chunk(id="c2", text="lunch is served at noon"),
+        Chunk(id="c3", text="invoices are due on the first of the month"),
+    ]
+    found = {}
+    for mode in ("store", "memory"):
+        asm, svc = make({"store": db_url, "embedder": "minilm", "dense_search": mode})
+        if mode == "store":
+            svc.add(chunks)  # the embedder fills in each chunk's vector on the way in
+        ctx = asm.assemble(asm.request("where did I leave my automobile?"))
+        found[mode] = ctx.current_message.text
+    assert calls, "dense search did not go through pgvector"
+    assert "bay four" in found["store"]
+    assert found["store"] == found["memory"]

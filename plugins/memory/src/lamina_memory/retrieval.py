@@ -54,6 +54,9 @@ class Query:
     filters: Filters
     settings: Settings
     query_vector: Any = None  # np.ndarray | None
+    #: The store's own nearest-neighbour search (pgvector), when it has one: ``(vector, k)``
+    #: → ``[(chunk id, cosine similarity)]``. Without it, dense search runs over the snapshot.
+    nearest: Callable[[Any, int], list[tuple[str, float]]] | None = None
 
 
 def recency(when: datetime | None, now: datetime, half_life_hours: float) -> float:
@@ -135,6 +138,28 @@ def _rank(scores: np.ndarray, mask: np.ndarray, limit: int) -> list[int]:
     return [int(i) for i in top]
 
 
+#: How many more neighbours to ask the store for than are kept: the caller's permissions and
+#: filters apply after the store's search.
+NEAREST_OVERFETCH = 4
+
+
+def _dense_order(snap: Snapshot, q: Query, mask: np.ndarray) -> list[int]:
+    """Chunk positions by cosine similarity to the query: the store's own index (pgvector)
+    when it has one, else the snapshot's matrix."""
+    import numpy as np
+
+    limit = q.settings.semantic_limit
+    if q.nearest is not None:
+        hits = q.nearest(q.query_vector, limit * NEAREST_OVERFETCH)
+        order = [snap.chunk_pos[cid] for cid, _ in hits if cid in snap.chunk_pos]
+        return [i for i in order if mask[i]][:limit]
+    if snap.dim is None:
+        return []
+    dense = snap.vectors @ q.query_vector
+    dense = np.where(snap.has_vector, dense + 1.0, 0.0)  # cosine in -1..1 → 0..2, >0
+    return _rank(dense, mask, limit)
+
+
 def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
     """BM25 over chunks, fused with dense similarity (reciprocal rank fusion) when a query
     vector exists, with optional neighbouring chunks of the best hits."""
@@ -149,10 +174,8 @@ def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
     fused = np.zeros(n, dtype=np.float64)
     for rank, i in enumerate(_rank(lex, mask, s.semantic_limit)):
         fused[i] += 1.0 / (s.rrf_k + rank + 1)
-    if q.query_vector is not None and snap.dim is not None and s.dense_weight > 0:
-        dense = snap.vectors @ q.query_vector
-        dense = np.where(snap.has_vector, dense + 1.0, 0.0)  # cosine in -1..1 → 0..2, >0
-        for rank, i in enumerate(_rank(dense, mask, s.semantic_limit)):
+    if q.query_vector is not None and s.dense_weight > 0:
+        for rank, i in enumerate(_dense_order(snap, q, mask)):
             fused[i] += s.dense_weight / (s.rrf_k + rank + 1)
     order = _rank(fused, mask, s.semantic_limit)
     if not order:

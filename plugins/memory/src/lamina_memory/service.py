@@ -314,6 +314,7 @@ class MemoryService:
             filters=filters,
             settings=s,
             query_vector=vector,
+            nearest=getattr(self._store, "nearest", None) if s.dense_search == "store" else None,
         )
         enabled = [x for x in s.sources if sources is None or x in sources]
         futures = {name: self._pool.submit(SOURCE_FUNCS[name], snap, q) for name in enabled}

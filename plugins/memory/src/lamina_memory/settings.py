@@ -63,6 +63,9 @@ class Settings:
     relation_depth: int = field(default=2, validator=validators.ge(0))
     embedder: str | None = None
     embedder_options: dict[str, Any] = field(factory=dict)
+    #: Where dense search runs: ``store`` uses the store's own index when it has one
+    #: (pgvector's ``<=>`` on PostgreSQL), ``memory`` always the in-memory matrix.
+    dense_search: str = field(default="store", validator=validators.in_(("store", "memory")))
     dense_weight: float = field(default=1.0, validator=validators.ge(0))
     rrf_k: int = field(default=5, validator=validators.ge(1))
     neighbours: int = field(default=0, validator=validators.ge(0))
