@@ -688,3 +688,21 @@ def test_a_transform_that_breaks_the_contract_names_the_plugin():
     a = make_assembler({"model": "gpt-4o"}, plugins=[("bad", Bad())])
     with pytest.raises(lamina.PluginError, match="plugin 'bad'.*must return the block"):
         a.assemble(a.request("q"))
+
+
+def test_minimum_recent_and_reserve_response_can_be_overridden_per_call():
+    blocks = [b for n in range(10) for b in turn(n, words(40, n), words(40, n + 50))]
+    a = build(
+        blocks,
+        budget={"max_tokens": 1200, "reserve_response": 0, "reserve_tools": 0},
+        fit={"strategy": "rollingWindow", "minimum_recent": 1},
+    )
+    with pytest.raises(BudgetError, match="the last 9 turns"):
+        a.assemble(a.request("q"), minimum_recent=9)
+    kept = a.assemble(a.request("q"))
+    assert any(b.status == "dropped" for b in kept.report.blocks)
+    budget = a.assemble(a.request("q"), reserve_response=1000).token_budget
+    assert budget.reserve_response == 1000
+    assert budget.available == min(1200, budget.model_limit - 1000)
+    with pytest.raises(lamina.ConfigError, match="minimum_recent must be >= 0"):
+        a.assemble(a.request("q"), minimum_recent=-1)

@@ -90,11 +90,14 @@ class Formatted:
 @define
 class AssemblyCall:
     """One assembly in flight; ``lamina_wrap_assembly`` wrappers may replace ``request``.
-    ``strategy`` overrides ``[fit] strategy`` for this call only."""
+    ``strategy``, ``minimum_recent`` and ``reserve_response`` override ``[fit] strategy``,
+    ``[fit] minimum_recent`` and ``[budget] reserve_response`` for this call only."""
 
     request: AssemblyRequest
     assembler: Assembler
     strategy: str | None = None
+    minimum_recent: int | None = None
+    reserve_response: int | None = None
 
 
 class Assembler:
@@ -200,18 +203,36 @@ class Assembler:
         return AssemblyRequest(**base)
 
     def assemble(
-        self, request: AssemblyRequest, *, strategy: str | None = None
+        self,
+        request: AssemblyRequest,
+        *,
+        strategy: str | None = None,
+        minimum_recent: int | None = None,
+        reserve_response: int | None = None,
     ) -> AssembledContext:
         """Assemble one turn's context (through any ``lamina_wrap_assembly`` wrappers).
 
-        ``strategy`` overrides the history fit strategy for this call, e.g. ``stopAtLimit``
-        to learn whether the history fits before deciding to compact it.
+        The keywords override config for this call only: ``strategy`` (e.g. ``stopAtLimit``
+        to learn whether the history fits before compacting), ``minimum_recent`` (history
+        groups never cut) and ``reserve_response`` (tokens kept for the reply).
         """
+        for name, value in (
+            ("minimum_recent", minimum_recent),
+            ("reserve_response", reserve_response),
+        ):
+            if value is not None and value < 0:
+                raise ConfigError(f"{name} must be >= 0, got {value}")
         if strategy is not None and strategy not in self.registry.fit_strategies:
             raise ConfigError(
                 f"unknown fit strategy {strategy!r}; known: {_names(self.registry.fit_strategies)}"
             )
-        call = AssemblyCall(request=request, assembler=self, strategy=strategy)
+        call = AssemblyCall(
+            request=request,
+            assembler=self,
+            strategy=strategy,
+            minimum_recent=minimum_recent,
+            reserve_response=reserve_response,
+        )
         result: AssembledContext = self.host.pm.hook.lamina_wrap_assembly(call=call)
         return result
 
@@ -277,7 +298,14 @@ class Assembler:
         summarizer: Summarizer = found.record
         return summarizer
 
-    def run(self, request: AssemblyRequest, *, strategy: str | None = None) -> AssembledContext:
+    def run(
+        self,
+        request: AssemblyRequest,
+        *,
+        strategy: str | None = None,
+        minimum_recent: int | None = None,
+        reserve_response: int | None = None,
+    ) -> AssembledContext:
         """The pipeline itself (what the built-in ``lamina_wrap_assembly`` calls)."""
         timings: dict[str, float] = {}
         warnings: list[str] = []
@@ -289,7 +317,12 @@ class Assembler:
                 f"model {request.model!r} is not known to any plugin; assuming a context window "
                 f"of {info.context_window} tokens"
             )
-        reserve_response, reserve_tools = reserves(cfg.budget, info.context_window, info.max_output)
+        budget_cfg = (
+            cfg.budget
+            if reserve_response is None
+            else evolve(cfg.budget, reserve_response=reserve_response)
+        )
+        reserve_response, reserve_tools = reserves(budget_cfg, info.context_window, info.max_output)
         try:
             budget = TokenBudget.plan(
                 model_limit=info.context_window,
@@ -319,7 +352,7 @@ class Assembler:
             measure=lambda it: self._measure(it, counter),
             truncators={n: a.record for n, a in self.registry.truncators.items()},
             strategy=self._strategy(strategy),
-            minimum_recent=cfg.fit.minimum_recent,
+            minimum_recent=cfg.fit.minimum_recent if minimum_recent is None else minimum_recent,
             marker=lambda n: self._marker(n, counter),
             summarizer=self._summarizer(),
             caps=self._caps(budget.available),

@@ -102,29 +102,30 @@ def test_tree_strategy_is_the_calls_fit_strategy(tmp_path):
     assert a.assemble(request, strategy="rollingWindow").report.strategy == "rollingWindow"
 
 
-def test_preference_overrides_the_assembler_cannot_honour_are_errors(tmp_path):
+def test_tree_preferences_govern_the_call_in_hook_mode(tmp_path):
     path = tmp_path / "chain.json"
-    tree = chain(preferences=Preferences(minimum_recent_nodes=2))
+    tree = chain(preferences=Preferences(minimum_recent_nodes=2, token_buffer=1024))
     path.write_text(tree_to_json(tree), "utf-8")
-    cfg = {"model": "claude-sonnet-4", "plugins": {"loom": {"store": str(path)}}}
+    cfg = {
+        "model": "claude-sonnet-4",
+        "fit": {"strategy": "rollingWindow", "minimum_recent": 4},
+        "plugins": {"loom": {"store": str(path)}},
+    }
     a = make_assembler(cfg, plugins=[("loom", loom_plugin)])
     request = a.request("x", metadata={"loom": {"tree": "chain", "node": "n10"}})
-    with pytest.raises(
-        LoomError,
-        match=r"preference minimum_recent_nodes = 2 differs from this Assembler's "
-        r"fit.minimum_recent = 4",
-    ):
-        a.assemble(request)
-    cfg["fit"] = {"minimum_recent": 2}
-    a = make_assembler(cfg, plugins=[("loom", loom_plugin)])
-    assert len(a.assemble(request).history) == 10
-    cfg["plugins"]["loom"]["token_buffer"] = 1024  # app level in [plugins.loom] too
-    a = make_assembler(cfg, plugins=[("loom", loom_plugin)])
-    with pytest.raises(LoomError, match=r"token_buffer = 1024 differs .*reserve_response = 4096"):
-        a.assemble(request)
-    cfg["budget"] = {"reserve_response": 1024}
-    a = make_assembler(cfg, plugins=[("loom", loom_plugin)])
-    assert len(a.assemble(request).history) == 10
+    loose = a.assemble(request)
+    assert loose.token_budget.reserve_response == 1024  # the tree's token_buffer
+    assert len(loose.history) == 10
+    # Room for the fixed parts and the newest three messages only: [fit] minimum_recent = 4
+    # cannot be met, the tree's two newest nodes can.
+    sizes = [b.tokens for b in loose.report.blocks if b.layer == "session"]
+    used = loose.token_budget.used
+    cap = used.system_prompt + used.event + sum(sizes[-3:]) + 4
+    with pytest.raises(BudgetError, match="the last 4 turns"):
+        a.assemble(evolve(request, max_tokens=cap), minimum_recent=4)  # the host's choice wins
+    tight = a.assemble(evolve(request, max_tokens=cap))
+    assert 2 <= len(tight.history) < 10
+    assert tight.history[-1] == loose.history[-1] and tight.history[-2] == loose.history[-2]
 
 
 def test_unknown_tree_strategy_in_hook_mode(tmp_path):

@@ -14,4 +14,9 @@ if TYPE_CHECKING:
 
 @hookimpl(trylast=True)
 def lamina_wrap_assembly(call: AssemblyCall) -> AssembledContext:
-    return call.assembler.run(call.request, strategy=call.strategy)
+    return call.assembler.run(
+        call.request,
+        strategy=call.strategy,
+        minimum_recent=call.minimum_recent,
+        reserve_response=call.reserve_response,
+    )

@@ -105,7 +105,7 @@ class Loom:
                 budget=evolve(cfg.budget, reserve_response=token_buffer),
                 plugins=evolve(cfg.plugins, disable=(*cfg.plugins.disable, "loom", "event")),
             )
-            plugin = LoomPlugin(self.store, check_preferences=False)
+            plugin = LoomPlugin(self.store, apply_preferences=False)
             found = Assembler(
                 cfg,
                 plugins=[*self._plugins, ("loom", plugin)],

@@ -4,7 +4,6 @@ provider. Inert unless ``[plugins.loom]`` names a tree or a request carries ``me
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable
-from typing import Any
 
 import lamina
 from lamina import (
@@ -16,11 +15,10 @@ from lamina import (
     LayerProvider,
     LayerSpec,
     ProviderContext,
-    TokenBudget,
 )
 from lamina_loom.dialogue import LOOM_CONTEXT, LOOM_LAYERS, LOOM_SYSTEM, plan_blocks, plan_dialogue
 from lamina_loom.errors import LoomError
-from lamina_loom.model import Preferences, Tree
+from lamina_loom.model import Tree
 from lamina_loom.settings import LoomRequest, Settings, request_selection
 from lamina_loom.store import TreeStore, open_store
 
@@ -32,14 +30,15 @@ class LoomPlugin:
     """The hook implementations. ``store`` binds a store object (the ``Loom`` API does so);
     without one the store comes from ``[plugins.loom] store``.
 
-    With ``check_preferences`` (hook mode) a tree's ``truncation_strategy`` becomes the call's
-    fit strategy (unless the host chose one for the call), and ``minimum_recent_nodes`` or
-    ``token_buffer`` overrides that differ from the Assembler's ``[fit]``/budget are an error:
-    the kernel has no per-call setting for them (``Loom`` builds one Assembler per set)."""
+    With ``apply_preferences`` (hook mode) the request's tree preferences (tree, then
+    ``[plugins.loom] preferences``) become this call's settings, unless the host chose them
+    for the call: ``truncation_strategy`` the fit strategy, ``minimum_recent_nodes`` the
+    protected tail (counted in the messages that hold those nodes), ``token_buffer`` the
+    response reserve."""
 
-    def __init__(self, store: TreeStore | None = None, *, check_preferences: bool = True) -> None:
+    def __init__(self, store: TreeStore | None = None, *, apply_preferences: bool = True) -> None:
         self.store = store
-        self.check_preferences = check_preferences
+        self.apply_preferences = apply_preferences
 
     @lamina.hookimpl
     def lamina_settings_class(self) -> type:
@@ -65,31 +64,43 @@ class LoomPlugin:
     def lamina_wrap_assembly(
         self, call: AssemblyCall
     ) -> Generator[None, AssembledContext, AssembledContext]:
-        if self.check_preferences and call.strategy is None:
-            call.strategy = self._tree_strategy(call)
+        if self.apply_preferences:
+            self._apply_preferences(call)
         result = yield
         return result
 
-    def _tree_strategy(self, call: AssemblyCall) -> str | None:
-        """The strategy the request's tree prefers when it differs from ``[fit] strategy``."""
+    def _apply_preferences(self, call: AssemblyCall) -> None:
+        """Set this call's strategy, protected tail and response reserve from the tree."""
         settings = call.assembler.settings(PLUGIN_NAME)
         if not isinstance(settings, Settings):
-            return None
+            return
         found = self._find(call.request, settings, call.assembler.config)
         if found is None:
-            return None
-        tree, _, _ = found
-        wanted = tree.preferences.over(settings.preferences).truncation_strategy
-        if wanted is None or wanted == call.assembler.config.fit.strategy:
-            return None
-        known = call.assembler.registry.fit_strategies
-        if wanted not in known:
-            raise LoomError(
-                f"unknown truncation_strategy {wanted!r}; known: {', '.join(sorted(known))}",
-                tree=tree.id,
-                key="preferences.truncation_strategy",
+            return
+        tree, node_id, chosen = found
+        wanted = tree.preferences.over(settings.preferences)
+        if call.strategy is None and wanted.truncation_strategy is not None:
+            known = call.assembler.registry.fit_strategies
+            if wanted.truncation_strategy not in known:
+                raise LoomError(
+                    f"unknown truncation_strategy {wanted.truncation_strategy!r}; known: "
+                    f"{', '.join(sorted(known))}",
+                    tree=tree.id,
+                    key="preferences.truncation_strategy",
+                )
+            call.strategy = wanted.truncation_strategy
+        if call.minimum_recent is None and wanted.minimum_recent_nodes is not None:
+            plan = plan_dialogue(
+                tree,
+                node_id,
+                settings=settings,
+                agent_system=chosen.agent_system if chosen else None,
+                include=chosen.include if chosen else (),
+                permissions=call.request.permissions,
             )
-        return wanted
+            call.minimum_recent = plan.protected_messages(wanted.minimum_recent_nodes)
+        if call.reserve_response is None and wanted.token_buffer is not None:
+            call.reserve_response = wanted.token_buffer
 
     def _find(
         self, request: AssemblyRequest, settings: Settings, config: LaminaConfig
@@ -113,8 +124,6 @@ class LoomPlugin:
         if found is None:
             return []
         tree, node_id, chosen = found
-        if self.check_preferences:
-            check_preferences(tree, settings.preferences, ctx.config, ctx.budget)
         plan = plan_dialogue(
             tree,
             node_id,
@@ -138,38 +147,6 @@ class LoomPlugin:
                 key="plugins.loom.store",
             )
         return open_store(config.resolve(settings.store))
-
-
-def check_preferences(
-    tree: Tree, app: Preferences, config: LaminaConfig, budget: TokenBudget
-) -> None:
-    """Refuse preference overrides (tree, then ``[plugins.loom]``) an Assembler cannot honour:
-    its minimum recent and response reserve come from ``[fit]`` and the planned budget."""
-    wanted = tree.preferences.over(app)
-    have: tuple[tuple[str, Any, str, Any], ...] = (
-        (
-            "minimum_recent_nodes",
-            wanted.minimum_recent_nodes,
-            "fit.minimum_recent",
-            config.fit.minimum_recent,
-        ),
-        (
-            "token_buffer",
-            wanted.token_buffer,
-            "budget.reserve_response",
-            budget.reserve_response,
-        ),
-    )
-    for name, value, key, current in have:
-        if value is not None and value != current:
-            raise LoomError(
-                f"preference {name} = {value!r} differs from this Assembler's {key} = "
-                f"{current!r}; set {key} in the config or assemble through lamina_loom.Loom, "
-                "which applies per-tree preferences",
-                tree=tree.id,
-                file=config.path,
-                key=key,
-            )
 
 
 _PLUGIN = LoomPlugin()
