@@ -706,3 +706,50 @@ def test_minimum_recent_and_reserve_response_can_be_overridden_per_call():
     assert budget.available == min(1200, budget.model_limit - 1000)
     with pytest.raises(lamina.ConfigError, match="minimum_recent must be >= 0"):
         a.assemble(a.request("q"), minimum_recent=-1)
+
+
+def test_one_assembler_counts_each_model_with_its_own_tokenizer():
+    blocks = list(turn(1, "Ünïcödé text with emoji 🦜 and code: x = [1, 2, 3]", "ok " * 30))
+    a = build(blocks)
+    for model, encoding in (
+        ("gpt-4o", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("gpt-4o", "o200k_base"),
+    ):
+        ctx = a.assemble(a.request("q", model=model))
+        tok = TiktokenTokenizer(encoding)
+        assert ctx.token_budget.used.history == sum(tok.count(m.text) for m in ctx.history)
+
+
+class Recalibrating:
+    """An estimate whose scale changes, announcing it through ``revision``."""
+
+    name = "recalibrating"
+    exact = False
+
+    def __init__(self):
+        self.scale, self.revision = 1, 0
+
+    def count(self, text):
+        return len(text) * self.scale
+
+    def boundaries(self, text):
+        return list(range(len(text)))
+
+
+def test_a_tokenizer_revision_drops_memoized_counts():
+    tok = Recalibrating()
+
+    class Uses:
+        @lamina.hookimpl(tryfirst=True)
+        def lamina_tokenizer(self, model):
+            return tok
+
+    blocks = list(turn(1, "hello there", "general kenobi"))
+    a = make_assembler(
+        {"model": "gpt-4o"}, plugins=[("fixture", StaticProvider(blocks)), ("tok", Uses())]
+    )
+    first = a.assemble(a.request("q")).token_budget.used.history
+    tok.scale, tok.revision = 2, 1
+    second = a.assemble(a.request("q")).token_budget.used.history
+    assert second == 2 * first

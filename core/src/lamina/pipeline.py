@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from attrs import define, evolve, frozen
+from attrs import define, evolve, field, frozen
 from attrs import fields as attrs_fields
 
 from lamina.config import LaminaConfig, load_config, reserves
@@ -73,6 +73,7 @@ class ResolvedModel:
     tokenizer: Tokenizer
     tokenizer_plugin: str
     counter: TokenCounter
+    revision: list[Any] = field(factory=lambda: [None])
 
 
 @frozen(kw_only=True)
@@ -122,7 +123,6 @@ class Assembler:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.progress = progress
         self._models: dict[str, ResolvedModel] = {}
-        self._history_tokens: dict[str, int] = {}
         self._render_cache: dict[tuple[Any, ...], str] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._validate()
@@ -312,6 +312,10 @@ class Assembler:
         cfg = self.config
         resolved = self.model(request.model)
         info, tok, counter = resolved.info, resolved.tokenizer, resolved.counter
+        revision = getattr(tok, "revision", None)
+        if revision != resolved.revision[0]:  # its counts changed: forget the memoized ones
+            resolved.revision[0] = revision
+            counter.clear()
         if info.assumed:
             warnings.append(
                 f"model {request.model!r} is not known to any plugin; assuming a context window "
@@ -655,12 +659,9 @@ class Assembler:
         if block.token_count is not None:
             return block.token_count
         if item.placement == "history":
-            tokens = self._history_tokens.get(block.hash)
-            if tokens is None:
-                tokens = self._history_tokens.setdefault(
-                    block.hash, _parts_tokens(block.content, counter)
-                )
-            return tokens
+            return counter.remember(
+                "parts:" + block.hash, lambda: _parts_tokens(block.content, counter)
+            )
         text_tokens = counter.count(self._render(item)) if block.body else 0
         extra = sum(IMAGE_TOKENS for p in block.content if isinstance(p, ImagePart))
         sep = counter.count(self._formatter(item).separator)

@@ -28,6 +28,10 @@ class Tokenizer(Protocol):
 
     ``boundaries(text)`` gives the character offset at which each token begins (so its length
     is ``count(text)``); truncators cut there, so a cut never splits a character.
+
+    Counts are memoized by content. A tokenizer whose counts can change (an estimate
+    calibrated from reported usage) exposes an integer ``revision`` and bumps it when they
+    do; the assembler then forgets what it memoized.
     """
 
     @property

@@ -219,6 +219,18 @@ class TokenCounter:
             self.misses += 1
         return value
 
+    def remember(self, key: str, compute: Callable[[], int]) -> int:
+        """A count memoized under ``key`` (e.g. a block's hash) and computed once."""
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        return self._cache.setdefault(key, compute())
+
+    def clear(self) -> None:
+        """Forget every memoized count (the tokenizer's counts changed)."""
+        with self._lock:
+            self._cache.clear()
+
     def __repr__(self) -> str:
         return (
             f"TokenCounter({self.tokenizer.name!r}, entries={len(self._cache)}, "

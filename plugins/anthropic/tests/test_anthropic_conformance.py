@@ -257,9 +257,11 @@ def test_estimate_is_flagged_and_calibrates() -> None:
     assert tok.count("x" * 350) == 100
     context = make_context(model="claude-sonnet-4", provider="anthropic")
     estimated = context.token_budget.used.total
+    assert tok.revision == 0  # type: ignore[attr-defined]
     factor = tok.observe_usage(context, Usage(input_tokens=estimated * 2))  # type: ignore[attr-defined]
     assert factor == pytest.approx(1.5)
     assert tok.count("x" * 350) == 150
+    assert tok.revision == 1  # type: ignore[attr-defined]  # the kernel forgets old counts
 
 
 def test_tool_results_come_first_and_keep_error_flag() -> None:

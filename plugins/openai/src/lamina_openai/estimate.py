@@ -15,8 +15,8 @@ class CalibratedEstimate:
     """``len(text) / chars_per_token`` scaled by ``factor``; ``observe`` moves ``factor``
     towards reported/estimated input tokens (an exponential average, clamped to 0.5–2).
 
-    The kernel memoizes counts by text, so a calibrated factor applies to text it has not
-    counted yet (a new ``Assembler`` starts afresh with the calibrated tokenizer's factor)."""
+    Each change of ``factor`` bumps ``revision``, so the kernel forgets the counts it memoized
+    with the old one."""
 
     chars_per_token: float = field(default=3.5, validator=validators.gt(0))
     label: str = "estimate"
@@ -24,6 +24,7 @@ class CalibratedEstimate:
     weight: float = field(default=0.5, validator=[validators.gt(0), validators.le(1)])
     name: str = field(init=False)
     exact: bool = field(default=False, init=False)
+    revision: int = field(default=0, init=False)
 
     @name.default
     def _name(self) -> str:
@@ -42,7 +43,10 @@ class CalibratedEstimate:
         if estimated > 0 and reported > 0:
             ratio = reported / estimated * self.factor
             blended = (1 - self.weight) * self.factor + self.weight * ratio
-            self.factor = min(2.0, max(0.5, blended))
+            factor = min(2.0, max(0.5, blended))
+            if factor != self.factor:
+                self.factor = factor
+                self.revision += 1
         return self.factor
 
     def observe_usage(self, context: AssembledContext, usage: Usage) -> float:
