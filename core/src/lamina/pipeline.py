@@ -951,6 +951,8 @@ def _block_report(item: Item) -> BlockReport:
         strategy=item.strategy,
         reason=reason,
         hash=item.block.hash,
+        source_id=item.block.provenance.source_id,
+        details={k: v for k, v in item.block.provenance.metadata.items() if k != "context_json"},
     )
 
 

@@ -27,6 +27,8 @@ def report_document(ctx: AssembledContext) -> dict[str, Any]:
             )
             continue
         entry: dict[str, Any] = {"path": name, "layer": b.layer, "tokens": b.tokens}
+        if b.details.get("items"):
+            entry["items"] = b.details["items"]
         entry["truncated"] = b.status in ("truncated", "summarized")
         if entry["truncated"]:
             entry["original_tokens"] = b.original_tokens

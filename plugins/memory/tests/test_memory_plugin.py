@@ -427,3 +427,17 @@ def test_rendered_memory_never_exceeds_its_budget(make: Any, texts: list[str], b
     assert enc.count(memory) <= budget
     if budget >= 120 and any(w in t.split() for t in texts for w in ("staging", "deploy")):
         assert kept  # room for a section and something relevant: it is injected
+
+
+def test_each_items_provenance_reaches_the_report(make: Any) -> None:
+    from lamina.reporting import report_document
+
+    asm, svc = make()
+    seed(svc)
+    ctx = asm.assemble(asm.request("Where is the staging config?"))
+    section = next(b for b in ctx.report.blocks if b.details.get("section") == "Relevant Content")
+    items = section.details["items"]
+    assert items[0]["source_id"] == "c1" and items[0]["tokens"] > 0
+    assert {"score", "relevance", "recency", "salience"} <= set(items[0])
+    included = report_document(ctx)["assembly_report"]["included"]
+    assert any(entry.get("items") == items for entry in included)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from attrs import field, frozen
 
@@ -11,7 +11,8 @@ BlockStatus = Literal["kept", "truncated", "summarized", "dropped"]
 
 @frozen(kw_only=True)
 class BlockReport:
-    """The fate of one block."""
+    """The fate of one block. ``source_id`` and ``details`` are the block's provenance (its
+    metadata less ``context_json``): e.g. the memory items a section holds, with their scores."""
 
     id: str
     layer: str
@@ -24,6 +25,8 @@ class BlockReport:
     strategy: str | None = None
     reason: str | None = None
     hash: str = ""
+    source_id: str | None = None
+    details: dict[str, Any] = field(factory=dict)
 
 
 @frozen(kw_only=True)
