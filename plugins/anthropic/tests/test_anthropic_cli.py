@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from lamina.testing.adapters import payload_from_cli
 
 
 def test_cli_prints_the_messages_request(tmp_path) -> None:
@@ -15,27 +12,8 @@ def test_cli_prints_the_messages_request(tmp_path) -> None:
         "[budget]\nreserve_response = 1000\n"
         '[plugins.anthropic]\ncache_ttl = "1h"\n'
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lamina",
-            "assemble",
-            "--config",
-            str(tmp_path / "lamina.toml"),
-            "--message",
-            "Bonjour",
-            "--time",
-            "2026-01-02T03:04:05Z",
-            "--format",
-            "payload",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LAMINA_PLUGINS": "anthropic"},
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {
+    payload = payload_from_cli(str(tmp_path / "lamina.toml"), "Bonjour", plugins="anthropic")
+    assert payload == {
         "model": "claude-sonnet-4-20250514",
         "max_tokens": 1000,
         "system": [{"type": "text", "text": "Answer in French."}],

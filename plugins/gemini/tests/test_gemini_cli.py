@@ -2,37 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from lamina.testing.adapters import payload_from_cli
 
 
 def test_cli_prints_the_generate_content_body(tmp_path) -> None:
     (tmp_path / "lamina.toml").write_text(
         'model = "gemini-2.5-flash"\n[[blocks]]\nid = "rules"\ntext = "Cite sources."\n'
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lamina",
-            "assemble",
-            "--config",
-            str(tmp_path / "lamina.toml"),
-            "--message",
-            "Why?",
-            "--time",
-            "2026-01-02T03:04:05Z",
-            "--format",
-            "payload",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LAMINA_PLUGINS": "gemini"},
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {
+    payload = payload_from_cli(str(tmp_path / "lamina.toml"), "Why?", plugins="gemini")
+    assert payload == {
         "systemInstruction": {"parts": [{"text": "Cite sources."}]},
         "contents": [
             {

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from lamina.testing.adapters import payload_from_cli
 
 
 def test_cli_prints_the_chat_request(tmp_path) -> None:
@@ -14,27 +11,8 @@ def test_cli_prints_the_chat_request(tmp_path) -> None:
         "[budget]\ncontext_window = 16384\nreserve_response = 1024\nreserve_tools = 0\n"
         '[plugins.ollama]\nkeep_alive = "30m"\n'
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lamina",
-            "assemble",
-            "--config",
-            str(tmp_path / "lamina.toml"),
-            "--message",
-            "Hello",
-            "--time",
-            "2026-01-02T03:04:05Z",
-            "--format",
-            "payload",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LAMINA_PLUGINS": "ollama"},
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {
+    payload = payload_from_cli(str(tmp_path / "lamina.toml"), "Hello", plugins="ollama")
+    assert payload == {
         "model": "llama3.2:3b",
         "messages": [
             {"role": "system", "content": "Be kind."},

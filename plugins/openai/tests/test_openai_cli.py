@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from lamina.testing.adapters import payload_from_cli
 
 EVENT = "Current time: 2026-01-02T03:04:05+00:00\nTimezone: UTC\n\nHi"
 
@@ -51,29 +48,10 @@ def test_cli_prints_the_request(tmp_path, provider: str, expected: dict) -> None
         '[[blocks]]\nid = "rules"\ntext = "Be brief."\n'
         "[budget]\nreserve_response = 500\n"
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lamina",
-            "assemble",
-            "--config",
-            str(tmp_path / "lamina.toml"),
-            "--message",
-            "Hi",
-            "--time",
-            "2026-01-02T03:04:05Z",
-            "--format",
-            "payload",
-            "--provider",
-            provider,
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LAMINA_PLUGINS": "openai"},
+    payload = payload_from_cli(
+        str(tmp_path / "lamina.toml"), "Hi", plugins="openai", provider=provider
     )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == expected
+    assert payload == expected
 
 
 def test_model_overrides_in_config_reach_the_budget(tmp_path):

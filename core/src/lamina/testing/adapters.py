@@ -590,6 +590,31 @@ class AdapterConformance:
             assert not adapter.is_context_overflow(error), error
 
 
+def payload_from_cli(
+    config: str,
+    message: str,
+    *,
+    plugins: str,
+    provider: str | None = None,
+    time: str = "2026-01-02T03:04:05Z",
+) -> Any:
+    """Run ``lamina assemble --format payload`` as a user would (a subprocess, only the given
+    installed ``plugins`` loaded) and return the printed request; fails with its stderr."""
+    import os
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "lamina", "assemble", "--config", config, "--message", message]
+    args += ["--time", time, "--format", "payload"]
+    if provider is not None:
+        args += ["--provider", provider]
+    out = subprocess.run(
+        args, capture_output=True, text=True, env={**os.environ, "LAMINA_PLUGINS": plugins}
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 def _count_key(data: Any, key: str) -> int:
     if isinstance(data, dict):
         return (key in data) + sum(_count_key(v, key) for v in data.values())
