@@ -4,7 +4,9 @@ so the provider's prompt cache keeps hitting.
 The public API is what this module exports; plugins use nothing else.
 """
 
-from lamina.config import LaminaConfig, load_config
+from lamina.assembly.measure import IMAGE_TOKENS, count_parts
+from lamina.call import AssemblyCall, KernelView, Overrides
+from lamina.config import LaminaConfig, inert_without_section, load_config
 from lamina.errors import (
     BudgetError,
     ConfigError,
@@ -41,7 +43,7 @@ from lamina.model import (
     ToolResultPart,
     Usage,
 )
-from lamina.pipeline import Assembler, AssemblyCall
+from lamina.pipeline import Assembler
 from lamina.plugins import Attributed, Registry
 from lamina.records import (
     Adapter,
@@ -51,6 +53,7 @@ from lamina.records import (
     HistoryCut,
     LayerProvider,
     LayerSpec,
+    LayerView,
     ModelInfo,
     ProviderContext,
     Summarizer,
@@ -62,6 +65,7 @@ from lamina.serde import from_json, structure, to_json, unstructure
 
 __all__ = [
     "EVENT",
+    "IMAGE_TOKENS",
     "MEMORY",
     "PERSONA",
     "SESSION",
@@ -84,15 +88,18 @@ __all__ = [
     "Formatter",
     "HistoryCut",
     "ImagePart",
+    "KernelView",
     "LaminaConfig",
     "LaminaError",
     "LaminaWarning",
     "LayerProvider",
     "LayerSpec",
+    "LayerView",
     "Message",
     "MessageRole",
     "ModelConfig",
     "ModelInfo",
+    "Overrides",
     "Part",
     "PluginError",
     "Provenance",
@@ -110,9 +117,11 @@ __all__ = [
     "ToolResultPart",
     "Truncator",
     "Usage",
+    "count_parts",
     "from_json",
     "hookimpl",
     "hookspec",
+    "inert_without_section",
     "load_config",
     "structure",
     "to_json",

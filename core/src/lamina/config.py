@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from attrs import evolve, field, frozen, validators
 
@@ -240,3 +240,20 @@ def parse_config(data: dict[str, Any], *, file: str | None, prefix: str = "") ->
         errors = rebase_errors(exc.errors, prefix.rstrip("."))
         raise SerdeError(errors, file=file, what="config") from exc
     return evolve(config, path=file)
+
+
+_INERT_MARK = "__lamina_inert_without_section__"
+_S = TypeVar("_S", bound=type)
+
+
+def inert_without_section(cls: _S) -> _S:
+    """Declare on a plugin's settings class that the plugin acts only when config has its
+    section ``[plugins.<name>]``: without it the kernel skips the plugin's layer providers,
+    block transforms, tool filters and assembly wrappers (its layers and commands stay)."""
+    setattr(cls, _INERT_MARK, True)
+    return cls
+
+
+def is_inert_without_section(cls: type | None) -> bool:
+    """Whether ``inert_without_section`` marks ``cls``."""
+    return bool(cls is not None and getattr(cls, _INERT_MARK, False))

@@ -28,9 +28,9 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
+    from lamina.call import AssemblyCall
     from lamina.config import LaminaConfig
     from lamina.model import AssembledContext
-    from lamina.pipeline import AssemblyCall
     from lamina.records import (
         Adapter,
         BlockTransform,

@@ -17,9 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from attrs import define, evolve, field, frozen
+from attrs import evolve, field, frozen
 from attrs import fields as attrs_fields
 
+from lamina.assembly.measure import IMAGE_TOKENS, count_parts
+from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, load_config, reserves
 from lamina.errors import BudgetError, ConfigError, LaminaError, PluginError, ProviderError
 from lamina.fitting import Fitter, Item
@@ -31,7 +33,6 @@ from lamina.model.messages import (
     Message,
     Part,
     TextPart,
-    ToolCallPart,
     ToolResultPart,
 )
 from lamina.model.report import (
@@ -50,6 +51,8 @@ from lamina.records import (
     FitStrategy,
     Formatter,
     LayerProvider,
+    LayerSpec,
+    LayerView,
     ModelInfo,
     ProviderContext,
     Summarizer,
@@ -60,8 +63,6 @@ from lamina.tokens import TokenCounter
 
 #: How many times formatting is re-checked against the exact count before giving up.
 _VERIFY_ROUNDS = 8
-#: Tokens charged for an image part: providers bill by size; this is a conservative flat rate.
-IMAGE_TOKENS = 1024
 Progress = Callable[[str], None]
 
 
@@ -89,19 +90,6 @@ class Formatted:
     prefix_sha256: str
 
 
-@define
-class AssemblyCall:
-    """One assembly in flight; ``lamina_wrap_assembly`` wrappers may replace ``request``.
-    ``strategy``, ``minimum_recent`` and ``reserve_response`` override ``[fit] strategy``,
-    ``[fit] minimum_recent`` and ``[budget] reserve_response`` for this call only."""
-
-    request: AssemblyRequest
-    assembler: Assembler
-    strategy: str | None = None
-    minimum_recent: int | None = None
-    reserve_response: int | None = None
-
-
 class Assembler:
     """Turns ``AssemblyRequest`` s into ``AssembledContext`` s for one configuration.
 
@@ -127,6 +115,11 @@ class Assembler:
         self._render_cache: dict[tuple[Any, ...], str] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._validate()
+        self.kernel = KernelView(
+            settings=self.host.settings,
+            strategies={n: a.record for n, a in self.registry.fit_strategies.items()},
+            model_info=lambda model: self.model(model).info,
+        )
 
     @classmethod
     def from_config(cls, path: str | Path | None = None, **kwargs: Any) -> Assembler:
@@ -223,19 +216,33 @@ class Assembler:
         ):
             if value is not None and value < 0:
                 raise ConfigError(f"{name} must be >= 0, got {value}")
+        overrides = Overrides(
+            strategy=strategy, minimum_recent=minimum_recent, reserve_response=reserve_response
+        )
         if strategy is not None and strategy not in self.registry.fit_strategies:
             raise ConfigError(
                 f"unknown fit strategy {strategy!r}; known: {_names(self.registry.fit_strategies)}"
             )
         call = AssemblyCall(
             request=request,
-            assembler=self,
-            strategy=strategy,
-            minimum_recent=minimum_recent,
-            reserve_response=reserve_response,
+            config=self.config,
+            kernel=self.kernel,
+            overrides=overrides,
+            engine=self,
         )
-        result: AssembledContext = self.host.pm.hook.lamina_wrap_assembly(call=call)
+        hook = self.host.wrap_assembly
+        result: AssembledContext = hook.call_extra([self._innermost], {"call": call})
         return result
+
+    def _innermost(self, call: AssemblyCall) -> AssembledContext:
+        """The pipeline, as the innermost ``lamina_wrap_assembly`` (wrappers surround it)."""
+        o = call.overrides
+        return self.run(
+            call.request,
+            strategy=o.strategy,
+            minimum_recent=o.minimum_recent,
+            reserve_response=o.reserve_response,
+        )
 
     def model(self, name: str) -> ResolvedModel:
         """The model's info, tokenizer and memoizing counter, resolved once per model."""
@@ -468,6 +475,7 @@ class Assembler:
         futures: list[tuple[Attributed, Future[list[Block]]]] = []
         contexts: list[ProviderContext] = []
         started = time.monotonic()
+        views = self._layer_views(budget.available)
         for item in providers:
             ctx = ProviderContext(
                 request=request,
@@ -477,6 +485,7 @@ class Assembler:
                 tokenizer=tok,
                 now=now,
                 plugin=item.plugin,
+                layers=views,
             )
             provider: LayerProvider = item.record
             contexts.append(ctx)
@@ -626,18 +635,21 @@ class Assembler:
     # measure -----------------------------------------------------------------------------
 
     def _formatter(self, item: Item) -> Formatter:
+        return self._formatter_for(item.spec, item.placement)
+
+    def _formatter_for(self, spec: LayerSpec, placement: Placement) -> Formatter:
         cfg = self.config.format
-        if item.placement == "history":
+        if placement == "history":
             name = cfg.history
         else:
             name = (
-                item.spec.format
+                spec.format
                 or {
                     "system": cfg.system,
                     "before_history": cfg.history,
                     "after_history": cfg.history,
                     "event": cfg.event,
-                }[item.placement]
+                }[placement]
             )
         fmt: Formatter = self.registry.formatters[name].record
         return fmt
@@ -712,6 +724,26 @@ class Assembler:
             return None
         summarizer: Summarizer = self.registry.summarizers[name].record
         return summarizer
+
+    def _layer_views(self, available: int) -> dict[str, LayerView]:
+        """Each layer's effective placement, formatter and cap, as providers see them."""
+        caps = self._caps(available)
+        views = {}
+        for name, attributed in self.registry.layers.items():
+            spec: LayerSpec = attributed.record
+            layer_cfg = self.config.layers.get(name)
+            placement: Placement = (
+                self.config.placement.get(name)
+                or (layer_cfg.placement if layer_cfg else None)
+                or spec.placement
+            )
+            views[name] = LayerView(
+                name=name,
+                placement=placement,
+                formatter=self._formatter_for(spec, placement),
+                cap=caps.get(name),
+            )
+        return views
 
     def _caps(self, available: int) -> dict[str, int]:
         caps = {}
@@ -917,19 +949,7 @@ def _names(table: dict[str, Any]) -> str:
 
 
 def _parts_tokens(parts: Sequence[Part], counter: TokenCounter) -> int:
-    total = 0
-    for part in parts:
-        if isinstance(part, TextPart):
-            total += counter.count(part.text)
-        elif isinstance(part, ToolResultPart):
-            total += counter.count(part.content)
-        elif isinstance(part, ToolCallPart):
-            total += counter.count(part.name) + counter.count(
-                json.dumps(part.arguments, sort_keys=True, ensure_ascii=False)
-            )
-        else:
-            total += IMAGE_TOKENS
-    return total
+    return count_parts(parts, counter.count)
 
 
 def _block_report(item: Item) -> BlockReport:

@@ -19,7 +19,7 @@ import pluggy
 from attrs import frozen
 
 from lamina import hookspecs
-from lamina.config import LaminaConfig
+from lamina.config import LaminaConfig, is_inert_without_section
 from lamina.errors import LaminaError, LaminaWarning, PluginError, SerdeError
 from lamina.records import (
     Adapter,
@@ -42,7 +42,6 @@ KERNEL_DISTRIBUTION = "lamina"
 
 #: Built-in plugins, in registration order (later ones are asked first).
 BUILTINS: tuple[tuple[str, str], ...] = (
-    ("core", "lamina.builtins.core_plugin"),
     ("layers", "lamina.builtins.layers_plugin"),
     ("models", "lamina.builtins.models_plugin"),
     ("estimate", "lamina.builtins.estimate_plugin"),
@@ -54,7 +53,12 @@ BUILTINS: tuple[tuple[str, str], ...] = (
     ("static", "lamina.builtins.static_plugin"),
 )
 #: Built-ins the pipeline cannot run without.
-ESSENTIAL = frozenset({"core", "layers", "models", "estimate"})
+ESSENTIAL = frozenset({"layers", "models", "estimate"})
+
+#: What a plugin that is inert without its config section does not get to supply.
+INERT_HOOKS = frozenset(
+    {"lamina_layer_providers", "lamina_block_transforms", "lamina_tool_filters"}
+)
 
 R = TypeVar("R")
 
@@ -128,7 +132,9 @@ class PluginHost:
                 name, plugin, distribution="(registered by host)", version="", builtin=False
             )
         self._check_required()
+        self.inert: frozenset[str] = frozenset()
         self.settings = self._load_settings()
+        self.wrap_assembly = self._without_inert("lamina_wrap_assembly")
 
     # -- loading -------------------------------------------------------------------------
 
@@ -240,11 +246,14 @@ class PluginHost:
                     f"(key plugins.{name})",
                     plugin=name,
                 )
+        inert = set()
         for impl in self.pm.hook.lamina_settings_class.get_hookimpls():
             cls: Any = impl.function()
             raw = self.config.sections.get(impl.plugin_name, {})
             if cls is None:
                 continue
+            if is_inert_without_section(cls) and impl.plugin_name not in self.config.sections:
+                inert.add(impl.plugin_name)
             try:
                 settings[impl.plugin_name] = structure(raw, cls, file=self.config.path)
             except SerdeError as exc:
@@ -253,7 +262,15 @@ class PluginHost:
                 raise SerdeError(
                     errors, file=self.config.path, what=f"settings of plugin {impl.plugin_name!r}"
                 ) from exc
+        self.inert = frozenset(inert)
         return settings
+
+    def _without_inert(self, hook: str) -> Any:
+        """The hook's caller, less the plugins that are inert without their config section."""
+        if not self.inert:
+            return getattr(self.pm.hook, hook)
+        plugins = [self.pm.get_plugin(name) for name in self.inert]
+        return self.pm.subset_hook_caller(hook, remove_plugins=plugins)
 
     def _where(self) -> str:
         return self.config.path or "config"
@@ -268,6 +285,8 @@ class PluginHost:
         caller = getattr(self.pm.hook, hook)
         out: list[Attributed] = []
         for impl in caller.get_hookimpls():
+            if hook in INERT_HOOKS and impl.plugin_name in self.inert:
+                continue
             kwargs = {"config": self.config, "settings": self.settings.get(impl.plugin_name)}
             try:
                 result = impl.function(*(kwargs[a] for a in impl.argnames))

@@ -70,11 +70,23 @@ class Exclusion:
 
 
 @frozen(kw_only=True)
+class LayerView:
+    """How the kernel places, renders and caps one layer in this assembly, so a plugin that
+    must predict the result (memory sizing its sections, say) uses the kernel's rules."""
+
+    name: str
+    placement: Placement
+    formatter: Formatter
+    cap: int | None = None
+
+
+@frozen(kw_only=True)
 class ProviderContext:
     """What a layer provider sees for one request.
 
     ``warn`` and ``exclude`` put things in the report without failing the assembly: a
-    degraded source, a file refused for safety.
+    degraded source, a file refused for safety. ``layer(name)`` is the effective placement,
+    formatter and cap of a layer.
     """
 
     request: AssemblyRequest
@@ -86,6 +98,15 @@ class ProviderContext:
     plugin: str
     warnings: list[str] = field(factory=list)
     exclusions: list[Exclusion] = field(factory=list)
+    layers: Mapping[str, LayerView] = field(factory=dict)
+
+    def layer(self, name: str) -> LayerView:
+        """The effective placement, formatter and cap of layer ``name`` for this request."""
+        try:
+            return self.layers[name]
+        except KeyError:
+            known = ", ".join(sorted(self.layers))
+            raise KeyError(f"unknown layer {name!r}; known: {known}") from None
 
     def warn(self, message: str) -> None:
         """Add a warning (prefixed with this plugin's name) to the report."""

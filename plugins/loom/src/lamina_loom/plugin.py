@@ -71,16 +71,16 @@ class LoomPlugin:
 
     def _apply_preferences(self, call: AssemblyCall) -> None:
         """Set this call's strategy, protected tail and response reserve from the tree."""
-        settings = call.assembler.settings(PLUGIN_NAME)
+        settings = call.settings(PLUGIN_NAME)
         if not isinstance(settings, Settings):
             return
-        found = self._find(call.request, settings, call.assembler.config)
+        found = self._find(call.request, settings, call.config)
         if found is None:
             return
         tree, node_id, chosen = found
         wanted = tree.preferences.over(settings.preferences)
         if call.strategy is None and wanted.truncation_strategy is not None:
-            known = call.assembler.registry.fit_strategies
+            known = call.kernel.strategies
             if wanted.truncation_strategy not in known:
                 raise LoomError(
                     f"unknown truncation_strategy {wanted.truncation_strategy!r}; known: "

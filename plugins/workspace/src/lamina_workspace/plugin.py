@@ -194,7 +194,7 @@ def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> list[Lay
 def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledContext]:
     """Read the working set before the pipeline runs, so its budget can cap the request; the
     provider then yields its blocks and reports the files it refused."""
-    config = call.assembler.config
+    config = call.config
     settings = settings_of(config)
     if settings is None or settings.working_set is None:
         result: AssembledContext = yield
@@ -205,7 +205,7 @@ def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledCo
     cap = manifest.budget.effective if manifest.budget else None
     limit = cap or request.max_tokens or config.budget.max_tokens
     if limit is None:
-        limit = call.assembler.model(request.model).info.context_window
+        limit = call.model_info().context_window
     ws = build_working_set(
         manifest,
         manifest_path=shown,
