@@ -673,7 +673,7 @@ class Assembler:
 
     def _measure(self, item: Item, counter: TokenCounter) -> int:
         block = item.block
-        if block.token_count is not None:
+        if block.token_count is not None and block.counted_by == counter.tokenizer.name:
             return block.token_count
         if item.placement == "history":
             return counter.remember(

@@ -60,6 +60,8 @@ class Block:
     ``trusted`` content is operator-authored and may carry markup, anything else is data and
     is escaped by the formatters. ``pre_truncated`` says why the provider already cut the
     content (a file read only partly); the report then shows the block as truncated.
+    ``token_count`` is a count the provider already has; the kernel trusts it only when
+    ``counted_by`` names the tokenizer the assembly uses, and counts again otherwise.
     """
 
     id: str
@@ -77,6 +79,7 @@ class Block:
     tag: str | None = None
     trusted: bool = False
     token_count: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
+    counted_by: str | None = None
     pre_truncated: str | None = None
     provenance: Provenance = field(factory=Provenance)
     hash: str = field()
