@@ -1,4 +1,4 @@
-"""Plugin loading and resolution: built-ins, entry points, allow- and deny-lists, attribution.
+"""Loading plugins for one configuration: built-ins, entry points, allow- and deny-lists.
 
 Built-in defaults are ordinary plugins registered first, so any installed plugin is asked
 before them. Entry points in the group ``lamina`` load next, filtered by ``LAMINA_PLUGINS``
@@ -13,28 +13,17 @@ import os
 import warnings
 from collections.abc import Sequence
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import Any
 
 import pluggy
 from attrs import frozen
 
-from lamina import hookspecs
-from lamina.config import LaminaConfig, is_inert_without_section
-from lamina.errors import LaminaError, LaminaWarning, PluginError, SerdeError
-from lamina.records import (
-    Adapter,
-    BlockTransform,
-    FitStrategy,
-    Formatter,
-    LayerProvider,
-    LayerSpec,
-    ModelInfo,
-    Summarizer,
-    Tokenizer,
-    ToolFilter,
-    Truncator,
-)
-from lamina.serde import rebase_errors, structure
+from lamina.config import LaminaConfig
+from lamina.errors import LaminaWarning, PluginError
+from lamina.plugins._manager import LaminaPluginManager
+from lamina.plugins._registry import COLLECTIONS, Registry, build_registry, named
+from lamina.plugins._settings import load_settings
+from lamina.records import ModelInfo, Tokenizer
 
 ENTRY_POINT_GROUP = "lamina"
 ENV_ALLOW_LIST = "LAMINA_PLUGINS"
@@ -54,13 +43,10 @@ BUILTINS: tuple[tuple[str, str], ...] = (
 )
 #: Built-ins the pipeline cannot run without.
 ESSENTIAL = frozenset({"layers", "models", "estimate"})
-
 #: What a plugin that is inert without its config section does not get to supply.
 INERT_HOOKS = frozenset(
     {"lamina_layer_providers", "lamina_block_transforms", "lamina_tool_filters"}
 )
-
-R = TypeVar("R")
 
 
 @frozen(kw_only=True)
@@ -73,34 +59,6 @@ class PluginInfo:
     builtin: bool
     hooks: tuple[str, ...] = ()
     error: str | None = None
-
-
-@frozen(kw_only=True)
-class Attributed:
-    """A record and the plugin (and distribution) that supplied it."""
-
-    record: Any
-    plugin: str
-    distribution: str
-
-
-@frozen(kw_only=True)
-class Registry:
-    """Every record resolved once, keyed by name; each value knows its plugin."""
-
-    layers: dict[str, Attributed]
-    providers: tuple[Attributed, ...]
-    truncators: dict[str, Attributed]
-    fit_strategies: dict[str, Attributed]
-    formatters: dict[str, Attributed]
-    summarizers: dict[str, Attributed]
-    tool_filters: tuple[Attributed, ...]
-    adapters: dict[str, Attributed]
-    block_transforms: tuple[Attributed, ...] = ()
-
-    def layer(self, name: str) -> LayerSpec:
-        spec: LayerSpec = self.layers[name].record
-        return spec
 
 
 class PluginHost:
@@ -117,8 +75,7 @@ class PluginHost:
         entry_points: bool = True,
     ) -> None:
         self.config = config
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
-        self.pm.add_hookspecs(hookspecs)
+        self.pm = LaminaPluginManager()
         self.infos: dict[str, PluginInfo] = {}
         self._dists: dict[str, str] = {}
         self._known: set[str] = set()
@@ -132,8 +89,8 @@ class PluginHost:
                 name, plugin, distribution="(registered by host)", version="", builtin=False
             )
         self._check_required()
-        self.inert: frozenset[str] = frozenset()
-        self.settings = self._load_settings()
+        loaded = {name: info.error is None for name, info in self.infos.items()}
+        self.settings, self.inert = load_settings(self.pm, config, self._known, loaded)
         self.wrap_assembly = self._without_inert("lamina_wrap_assembly")
 
     # -- loading -------------------------------------------------------------------------
@@ -228,50 +185,6 @@ class PluginHost:
                     plugin=name,
                 )
 
-    def _load_settings(self) -> dict[str, Any]:
-        for name in self.config.sections:
-            if name not in self._known:
-                known = ", ".join(sorted(self._known)) or "none"
-                raise PluginError(
-                    f"has a config section ({self._where()} key plugins.{name}) but no such "
-                    f"plugin is installed; known plugins: {known}",
-                    plugin=name,
-                )
-        settings: dict[str, Any] = {}
-        takes = {impl.plugin_name for impl in self.pm.hook.lamina_settings_class.get_hookimpls()}
-        for name in self.config.sections:
-            if name in self.infos and not self.infos[name].error and name not in takes:
-                raise PluginError(
-                    f"takes no settings, but {self._where()} has a section for it "
-                    f"(key plugins.{name})",
-                    plugin=name,
-                )
-        inert = set()
-        for impl in self.pm.hook.lamina_settings_class.get_hookimpls():
-            cls: Any = impl.function()
-            raw = self.config.sections.get(impl.plugin_name, {})
-            if cls is None:
-                continue
-            if is_inert_without_section(cls) and impl.plugin_name not in self.config.sections:
-                inert.add(impl.plugin_name)
-            try:
-                settings[impl.plugin_name] = structure(raw, cls, file=self.config.path)
-            except SerdeError as exc:
-                key = f"plugins.{impl.plugin_name}"
-                errors = rebase_errors(exc.errors, key)
-                raise SerdeError(
-                    errors, file=self.config.path, what=f"settings of plugin {impl.plugin_name!r}"
-                ) from exc
-        self.inert = frozenset(inert)
-        return settings
-
-    def _without_inert(self, hook: str) -> Any:
-        """The hook's caller, less the plugins that are inert without their config section."""
-        if not self.inert:
-            return getattr(self.pm.hook, hook)
-        plugins = [self.pm.get_plugin(name) for name in self.inert]
-        return self.pm.subset_hook_caller(hook, remove_plugins=plugins)
-
     def _where(self) -> str:
         return self.config.path or "config"
 
@@ -280,93 +193,30 @@ class PluginHost:
     def distribution(self, plugin: str) -> str:
         return self._dists.get(plugin, "(unknown distribution)")
 
-    def collect(self, hook: str, record_type: type[R]) -> list[Attributed]:
-        """Call one collection hook on every plugin, in registration order, attributing records."""
-        caller = getattr(self.pm.hook, hook)
-        out: list[Attributed] = []
-        for impl in caller.get_hookimpls():
-            if hook in INERT_HOOKS and impl.plugin_name in self.inert:
-                continue
-            kwargs = {"config": self.config, "settings": self.settings.get(impl.plugin_name)}
-            try:
-                result = impl.function(*(kwargs[a] for a in impl.argnames))
-                records = list(result or ())
-            except LaminaError:
-                raise  # already names its cause (a config key, a file)
-            except Exception as exc:
-                raise PluginError(
-                    f"{hook} raised {type(exc).__name__}: {exc}", plugin=impl.plugin_name
-                ) from exc
-            for record in records:
-                if not isinstance(record, record_type):
-                    raise PluginError(
-                        f"{hook} returned {type(record).__name__}, expected {record_type.__name__}",
-                        plugin=impl.plugin_name,
-                    )
-                out.append(
-                    Attributed(
-                        record=record,
-                        plugin=impl.plugin_name,
-                        distribution=self.distribution(impl.plugin_name),
-                    )
-                )
-        return out
+    def _kwargs(self, plugin: str, **given: Any) -> dict[str, Any]:
+        return {**given, "config": self.config, "settings": self.settings.get(plugin)}
 
-    def _named(self, hook: str, record_type: type[R], kind: str) -> dict[str, Attributed]:
-        named: dict[str, Attributed] = {}
-        for item in self.collect(hook, record_type):
-            name = item.record.name
-            if name in named:
-                first = named[name]
-                raise PluginError(
-                    f"two {kind}s named {name!r}: one from plugin {first.plugin!r} "
-                    f"({first.distribution}), one from plugin {item.plugin!r} ({item.distribution})",
-                    plugin=item.plugin,
-                )
-            named[name] = item
-        return named
+    def _without_inert(self, hook: str) -> Any:
+        """The hook's caller, less the plugins that are inert without their config section."""
+        if not self.inert:
+            return getattr(self.pm.hook, hook)
+        plugins = [self.pm.get_plugin(name) for name in self.inert]
+        return self.pm.subset_hook_caller(hook, remove_plugins=plugins)
 
     def resolve(self) -> Registry:
-        """Resolve every collection hook once."""
-        providers = self._named("lamina_layer_providers", LayerProvider, "layer provider")
-        filters = self._named("lamina_tool_filters", ToolFilter, "tool filter")
-        return Registry(
-            layers=self._named("lamina_layers", LayerSpec, "layer"),
-            providers=tuple(providers.values()),
-            truncators=self._named("lamina_truncators", Truncator, "truncator"),
-            fit_strategies=self._named("lamina_fit_strategies", FitStrategy, "fit strategy"),
-            formatters=self._named("lamina_formatters", Formatter, "formatter"),
-            summarizers=self._named("lamina_summarizers", Summarizer, "summarizer"),
-            tool_filters=tuple(filters.values()),
-            adapters=self._named("lamina_adapters", Adapter, "adapter"),
-            block_transforms=tuple(
-                self._named("lamina_block_transforms", BlockTransform, "block transform").values()
-            ),
-        )
-
-    def first(self, hook: str, **kwargs: Any) -> tuple[Any, str] | None:
-        """Ask a first-result hook the way pluggy would, but say which plugin answered."""
-        caller = getattr(self.pm.hook, hook)
-        for impl in reversed(caller.get_hookimpls()):
-            if impl.hookwrapper or impl.wrapper:
-                continue
-            given = {
-                **kwargs,
-                "config": self.config,
-                "settings": self.settings.get(impl.plugin_name),
-            }
-            try:
-                answer = impl.function(*(given[a] for a in impl.argnames))
-            except Exception as exc:
-                raise PluginError(
-                    f"{hook} raised {type(exc).__name__}: {exc}", plugin=impl.plugin_name
-                ) from exc
-            if answer is not None:
-                return answer, impl.plugin_name
-        return None
+        """Resolve every collection hook once, each record attributed to its plugin."""
+        by_hook = {}
+        for hook in COLLECTIONS:
+            answers = [
+                (plugin, answer)
+                for plugin, answer in self.pm.each(hook, self._kwargs)
+                if not (hook in INERT_HOOKS and plugin in self.inert)
+            ]
+            by_hook[hook] = named(hook, answers, self._dists)
+        return build_registry(by_hook)
 
     def model_info(self, model: str) -> tuple[ModelInfo, str]:
-        found = self.first("lamina_model_info", model=model)
+        found = self.pm.first("lamina_model_info", lambda p: self._kwargs(p, model=model))
         if found is None:  # the built-in table always answers
             raise PluginError(f"no plugin knows model {model!r}")
         info, plugin = found
@@ -375,7 +225,7 @@ class PluginHost:
         return info, plugin
 
     def tokenizer(self, model: str, info: ModelInfo) -> tuple[Tokenizer, str]:
-        found = self.first("lamina_tokenizer", model=model, info=info)
+        found = self.pm.first("lamina_tokenizer", lambda p: self._kwargs(p, model=model, info=info))
         if found is None:
             raise PluginError(f"no plugin supplies a tokenizer for model {model!r}")
         tok, plugin = found
