@@ -34,8 +34,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
 
+from lamina import Assembler
 from lamina.model.blocks import Block
-from lamina.pipeline import Assembler
 from lamina.testing import StaticProvider, make_assembler
 from lamina.tokens import load_encoding
 

@@ -506,7 +506,9 @@ def test_progress_is_reported_per_phase():
     phases = []
     a = lamina.Assembler(lamina.LaminaConfig(), entry_points=False, progress=phases.append)
     a.assemble(a.request("hi"))
-    assert phases == ["gather", "place", "measure", "fit", "format"]
+    assert phases == ["plan", "gather", "place", "measure", "fit", "format", "report"]
+    ctx = a.assemble(a.request("hi again"))
+    assert list(ctx.report.timings_ms) == phases
 
 
 def test_pytest_fixture_builds_isolated_assemblers(lamina_assembler):

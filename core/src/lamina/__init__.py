@@ -4,6 +4,7 @@ so the provider's prompt cache keeps hitting.
 The public API is what this module exports; plugins use nothing else.
 """
 
+from lamina.assembly.engine import Assembler
 from lamina.assembly.measure import IMAGE_TOKENS, count_parts
 from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, inert_without_section, load_config
@@ -43,7 +44,6 @@ from lamina.model import (
     ToolResultPart,
     Usage,
 )
-from lamina.pipeline import Assembler
 from lamina.plugins import Attributed, Registry
 from lamina.records import (
     Adapter,

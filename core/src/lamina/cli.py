@@ -82,8 +82,8 @@ def assemble(
     """Assemble one turn's context and print it."""
     from datetime import datetime
 
+    from lamina.assembly.engine import Assembler
     from lamina.errors import LaminaError
-    from lamina.pipeline import Assembler
     from lamina.reporting import dump_yaml, render_text, report_document
     from lamina.serde import to_json
 
@@ -172,8 +172,8 @@ def plugins(config_path: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def tokens(source: Any, model: str | None, config_path: str | None, as_json: bool) -> None:
     """Count the tokens of FILE (or standard input) and say which tokenizer counted."""
+    from lamina.assembly.engine import Assembler
     from lamina.errors import LaminaError
-    from lamina.pipeline import Assembler
 
     text = source.read()
     try:

@@ -1,21 +1,32 @@
 """Lamina's hook specifications: the contract every plugin is written against.
 
 A plugin is a module (or object) with functions marked ``@lamina.hookimpl`` whose names and
-arguments match the specs below; it may accept any subset of a spec's arguments.
+arguments match the specs below; it may accept any subset of a spec's arguments. The specs
+are listed by family, in the order an assembly meets them:
 
-*Collection hooks* (``lamina_layers``, ``lamina_layer_providers``, ``lamina_truncators``,
-``lamina_fit_strategies``, ``lamina_formatters``, ``lamina_summarizers``,
-``lamina_tool_filters``) return an iterable of records. The kernel calls each plugin's
-implementation once per ``Assembler``, attributes every record to that plugin and refuses two
-records of one kind with one name. Besides the spec's own arguments they may take
-``settings``: the plugin's own config section, validated against ``lamina_settings_class``.
+1. ``lamina_settings_class``: the attrs class that validates the plugin's config section
+   ``[plugins.<name>]``; the validated object reaches the plugin's other hooks as
+   ``settings``. Decorating that class with ``@lamina.inert_without_section`` makes the
+   plugin supply no providers, transforms, tool filters or assembly wrappers while config has
+   no section for it.
+2. ``lamina_layers``: the conceptual layers, their placement, order and cut rank.
+3. ``lamina_model_info`` and ``lamina_tokenizer``: first-result hooks asked once per model
+   (the answer is cached); the latest-registered plugin is asked first and built-ins last.
+4. ``lamina_wrap_assembly``: runs once per request around the pipeline; the pipeline itself is
+   the innermost implementation, so a wrapper sees and may change the call and the result.
+5. ``lamina_tool_filters``: which tools the caller may have (the plan phase).
+6. ``lamina_layer_providers`` and ``lamina_block_transforms``: the blocks of each request
+   (the gather phase).
+7. ``lamina_truncators``, ``lamina_fit_strategies`` and ``lamina_summarizers``: how blocks
+   and history are cut (the fit phase).
+8. ``lamina_formatters``: how blocks are rendered (the format phase).
+9. ``lamina_adapters`` and ``lamina_commands``: provider requests built from an assembled
+   context, and ``lamina`` subcommands.
 
-``lamina_adapters`` and ``lamina_block_transforms`` are collection hooks too.
-
-*First-result hooks* (``lamina_tokenizer``, ``lamina_model_info``) are asked once per model
-and the answer is cached; they may take ``config`` and ``settings`` too (so config overrides
-reach the budget). ``lamina_wrap_assembly`` (first-result as well: the kernel's own
-implementation runs the pipeline, wrappers surround it) runs once per assembly.
+*Collection hooks* (every hook returning records) are called once per ``Assembler``, one
+plugin at a time through pluggy, so each record is attributed to the plugin that supplied it
+and two records of one kind with one name are refused, naming both distributions. Besides
+the spec's own arguments a hook may take ``config`` and ``settings``.
 """
 
 from __future__ import annotations
@@ -83,21 +94,17 @@ def lamina_layers(config: LaminaConfig, settings: Any) -> Iterable[LayerSpec]:  
     """
 
 
-@hookspec
-def lamina_layer_providers(config: LaminaConfig, settings: Any) -> Iterable[LayerProvider]:  # type: ignore[empty-body]
-    """Return the layer providers this plugin supplies; each yields Blocks per request.
-
-    Providers run concurrently; ``provide`` gets a ``ProviderContext`` (request, config, this
-    plugin's settings, the planned budget, the tokenizer, the clock).
+@hookspec(firstresult=True)
+def lamina_model_info(model: str, config: LaminaConfig, settings: Any) -> ModelInfo | None:
+    """Return what is known of ``model`` (context window, max output, minimum cacheable prefix),
+    or ``None``. The first answer wins; the built-in table answers last.
 
     Example::
 
-        def provide(ctx):
-            yield Block.text("rules", "workspace", Path("AGENTS.md").read_text(), trusted=True)
-
         @lamina.hookimpl
-        def lamina_layer_providers():
-            return [LayerProvider(name="rules", provide=provide, layers=("workspace",))]
+        def lamina_model_info(model):
+            if model == "my-finetune":
+                return ModelInfo(name=model, context_window=32_768, encoding="cl100k_base")
     """
 
 
@@ -116,6 +123,75 @@ def lamina_tokenizer(
         def lamina_tokenizer(model):
             if model.startswith("llama"):
                 return MySentencePieceTokenizer()
+    """
+
+
+@hookspec(firstresult=True)
+def lamina_wrap_assembly(  # type: ignore[empty-body]
+    call: AssemblyCall,
+) -> Generator[None, Any, AssembledContext] | AssembledContext:
+    """Wrap an assembly: implement it with ``wrapper=True`` to change ``call.request`` or
+    ``call.overrides`` before the pipeline runs (hook injections, per-tree preferences) or to
+    look at and replace the result (tracing). ``call.config``, ``call.settings(plugin)``,
+    ``call.model_info()`` and ``call.kernel.strategies`` are read-only views of the kernel.
+
+    Example::
+
+        @lamina.hookimpl(wrapper=True)
+        def lamina_wrap_assembly(call):
+            call.request = attrs.evolve(call.request, event=inject(call.request.event))
+            started = time.perf_counter()
+            result = yield
+            log.info("assembled in %.1f ms", 1000 * (time.perf_counter() - started))
+            return result
+    """
+
+
+@hookspec
+def lamina_tool_filters(config: LaminaConfig, settings: Any) -> Iterable[ToolFilter]:  # type: ignore[empty-body]
+    """Return tool filters; a tool reaches the context only if every filter allows it for the
+    request (the built-in ``permissions`` filter checks ``Tool.permission``).
+
+    Example::
+
+        @lamina.hookimpl
+        def lamina_tool_filters():
+            return [ToolFilter(name="no-shell-for-workers",
+                               allows=lambda tool, req: not (req.role == "worker" and tool.name == "shell"))]
+    """
+
+
+@hookspec
+def lamina_layer_providers(config: LaminaConfig, settings: Any) -> Iterable[LayerProvider]:  # type: ignore[empty-body]
+    """Return the layer providers this plugin supplies; each yields Blocks per request.
+
+    Providers run concurrently; ``provide`` gets a ``ProviderContext`` (request, config, this
+    plugin's settings, the planned budget, the tokenizer, the clock).
+
+    Example::
+
+        def provide(ctx):
+            yield Block.text("rules", "workspace", Path("AGENTS.md").read_text(), trusted=True)
+
+        @lamina.hookimpl
+        def lamina_layer_providers():
+            return [LayerProvider(name="rules", provide=provide, layers=("workspace",))]
+    """
+
+
+@hookspec
+def lamina_block_transforms(config: LaminaConfig, settings: Any) -> Iterable[BlockTransform]:  # type: ignore[empty-body]
+    """Return block transforms, run on every gathered block before it is measured.
+
+    Example::
+
+        def mask(block, ctx):
+            text = block.body
+            return block.with_text(text.replace("hunter2", "[secret]")) if "hunter2" in text else block
+
+        @lamina.hookimpl
+        def lamina_block_transforms():
+            return [BlockTransform(name="mask-passwords", transform=mask)]
     """
 
 
@@ -147,33 +223,6 @@ def lamina_fit_strategies(config: LaminaConfig, settings: Any) -> Iterable[FitSt
 
 
 @hookspec
-def lamina_formatters(config: LaminaConfig, settings: Any) -> Iterable[Formatter]:  # type: ignore[empty-body]
-    """Return named formatters (built in: ``xml``, ``markdown``, ``plain``); ``[format]``
-    picks one per placement.
-
-    Example::
-
-        @lamina.hookimpl
-        def lamina_formatters():
-            return [Formatter(name="json", render=lambda b: json.dumps({"id": b.id, "text": b.body}))]
-    """
-
-
-@hookspec(firstresult=True)
-def lamina_model_info(model: str, config: LaminaConfig, settings: Any) -> ModelInfo | None:
-    """Return what is known of ``model`` (context window, max output, minimum cacheable prefix),
-    or ``None``. The first answer wins; the built-in table answers last.
-
-    Example::
-
-        @lamina.hookimpl
-        def lamina_model_info(model):
-            if model == "my-finetune":
-                return ModelInfo(name=model, context_window=32_768, encoding="cl100k_base")
-    """
-
-
-@hookspec
 def lamina_summarizers(config: LaminaConfig, settings: Any) -> Iterable[Summarizer]:  # type: ignore[empty-body]
     """Return named summarizers used to compact blocks marked ``summarizable``
     (``[fit] summarizer`` picks one).
@@ -187,51 +236,15 @@ def lamina_summarizers(config: LaminaConfig, settings: Any) -> Iterable[Summariz
 
 
 @hookspec
-def lamina_tool_filters(config: LaminaConfig, settings: Any) -> Iterable[ToolFilter]:  # type: ignore[empty-body]
-    """Return tool filters; a tool reaches the context only if every filter allows it for the
-    request (the built-in ``permissions`` filter checks ``Tool.permission``).
+def lamina_formatters(config: LaminaConfig, settings: Any) -> Iterable[Formatter]:  # type: ignore[empty-body]
+    """Return named formatters (built in: ``xml``, ``markdown``, ``plain``); ``[format]``
+    picks one per placement.
 
     Example::
 
         @lamina.hookimpl
-        def lamina_tool_filters():
-            return [ToolFilter(name="no-shell-for-workers",
-                               allows=lambda tool, req: not (req.role == "worker" and tool.name == "shell"))]
-    """
-
-
-@hookspec(firstresult=True)
-def lamina_wrap_assembly(  # type: ignore[empty-body]
-    call: AssemblyCall,
-) -> Generator[None, Any, AssembledContext] | AssembledContext:
-    """Wrap an assembly: implement it with ``wrapper=True`` to change ``call.request`` before
-    the pipeline runs (hook injections) or look at and replace the result (tracing).
-
-    Example::
-
-        @lamina.hookimpl(wrapper=True)
-        def lamina_wrap_assembly(call):
-            call.request = attrs.evolve(call.request, event=inject(call.request.event))
-            started = time.perf_counter()
-            result = yield
-            log.info("assembled in %.1f ms", 1000 * (time.perf_counter() - started))
-            return result
-    """
-
-
-@hookspec
-def lamina_block_transforms(config: LaminaConfig, settings: Any) -> Iterable[BlockTransform]:  # type: ignore[empty-body]
-    """Return block transforms, run on every gathered block before it is measured.
-
-    Example::
-
-        def mask(block, ctx):
-            text = block.body
-            return block.with_text(text.replace("hunter2", "[secret]")) if "hunter2" in text else block
-
-        @lamina.hookimpl
-        def lamina_block_transforms():
-            return [BlockTransform(name="mask-passwords", transform=mask)]
+        def lamina_formatters():
+            return [Formatter(name="json", render=lambda b: json.dumps({"id": b.id, "text": b.body}))]
     """
 
 

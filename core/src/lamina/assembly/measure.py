@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from lamina.model.messages import Part, TextPart, ToolCallPart, ToolResultPart
+from lamina.assembly.state import InFlight, Item
+from lamina.model.blocks import Block, Provenance
+from lamina.model.messages import ImagePart, Part, TextPart, ToolCallPart, ToolResultPart
+from lamina.records import Formatter
+
+if TYPE_CHECKING:
+    from lamina.assembly.rules import Rules
+    from lamina.tokens import TokenCounter
 
 #: Tokens charged for an image part: providers bill by size; this is a conservative flat rate.
 IMAGE_TOKENS = 1024
@@ -32,3 +40,86 @@ def count_parts(parts: Sequence[Part], count: Callable[[str], int]) -> int:
         else:
             total += IMAGE_TOKENS
     return total
+
+
+class Measurer:
+    """Renders and counts items by the kernel's rules, memoizing both: a block's rendering by
+    its content and presentation, its count by content hash in the model's counter."""
+
+    def __init__(
+        self, rules: Rules, counter: TokenCounter, render_cache: dict[tuple[Any, ...], str]
+    ) -> None:
+        self.rules = rules
+        self.counter = counter
+        self._render_cache = render_cache
+
+    def formatter(self, item: Item) -> Formatter:
+        return self.rules.formatter(item.spec, item.placement)
+
+    def render(self, item: Item) -> str:
+        """The block as its formatter renders it (memoized)."""
+        block = item.block
+        fmt = self.formatter(item)
+        key = (
+            fmt.name,
+            block.hash,
+            block.title,
+            block.tag,
+            block.provenance.path,
+            block.trusted,
+            block.id,
+        )
+        text = self._render_cache.get(key)
+        if text is None:
+            text = self._render_cache.setdefault(key, fmt.render(block))
+        return text
+
+    def parts(self, parts: Sequence[Part]) -> int:
+        return count_parts(parts, self.counter.count)
+
+    def measure(self, item: Item) -> int:
+        """An item's tokens: history by its parts, anything else as rendered plus its
+        separator; a provider's own count when the same tokenizer made it."""
+        block = item.block
+        if block.token_count is not None and block.counted_by == self.counter.tokenizer.name:
+            return block.token_count
+        if item.placement == "history":
+            return self.counter.remember(
+                "parts:" + block.hash, lambda: count_parts(block.content, self.counter.count)
+            )
+        text_tokens = self.counter.count(self.render(item)) if block.body else 0
+        images = sum(IMAGE_TOKENS for p in block.content if isinstance(p, ImagePart))
+        return text_tokens + images + self.counter.count(self.formatter(item).separator)
+
+    def marker(self, count: int) -> Item:
+        """The required history item that marks ``count`` cut blocks, measured."""
+        block = Block.text(
+            f"history:gap:{count}",
+            "session",
+            self.rules.marker_text(count),
+            role="user",
+            trusted=True,
+            provenance=Provenance(plugin="core"),
+        )
+        item = Item(
+            block=block,
+            spec=self.rules.registry.layer("session"),
+            placement="history",
+            required=True,
+            index=0,
+            plugin="core",
+            synthetic=True,
+            reason="marks removed history",
+        )
+        item.tokens = item.original_tokens = self.parts(block.content)
+        return item
+
+
+def measure(state: InFlight, measurer: Measurer) -> None:
+    """The measure phase: every item's tokens, and the fixed per-message overhead."""
+    for item in state.items:
+        item.tokens = item.original_tokens = measurer.measure(item)
+    info = state.model.info
+    history = sum(1 for i in state.items if i.placement == "history")
+    framing = 3 + history  # system message, before/after-history messages, current message
+    state.fixed = info.message_overhead * framing + info.reply_overhead + state.tool_tokens

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lamina.assembly.engine import Assembler
 from lamina.config import LaminaConfig, load_config, parse_config
 from lamina.hookspecs import hookimpl
 from lamina.model.blocks import Block
-from lamina.pipeline import Assembler
 from lamina.records import LayerProvider, ModelInfo, ProviderContext, Tokenizer
 
 if TYPE_CHECKING:

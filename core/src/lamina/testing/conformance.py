@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lamina.assembly.engine import Assembler
 from lamina.config import parse_config
 from lamina.errors import BudgetError, ConfigError, LaminaWarning, PluginError
 from lamina.model.blocks import Block, Provenance
 from lamina.model.budget import TokenBudget
 from lamina.model.context import AssembledContext
-from lamina.pipeline import Assembler
 from lamina.records import Formatter, LayerProvider, ProviderContext, Tokenizer, Truncator
 from lamina.testing import FIXED_NOW, FakeTokenizer, make_assembler, make_plugin_manager
 from lamina.tokens import EstimateTokenizer

@@ -10,7 +10,7 @@ from typing import Any
 import pluggy
 import pytest
 
-from lamina.pipeline import Assembler
+from lamina.assembly.engine import Assembler
 from lamina.testing import (
     FakeModel,
     FakeTokenizer,

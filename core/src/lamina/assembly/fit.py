@@ -1,6 +1,6 @@
-"""Fitting: cut blocks until the request fits its budget, in compression-priority order.
+"""Fit: cut blocks until the request fits its budget, in compression-priority order.
 
-Layers are cut in ``cut_rank`` order (seed 000: memory first, then history); required blocks
+Layers are cut in ``cut_rank`` order (the Broker design: memory first, then history); required blocks
 are never cut. Within a layer the lowest-priority, latest block goes first: summarized when it
 is ``summarizable`` and a summarizer is configured, else truncated by its own strategy, else
 dropped. History is cut a whole group (turn) at a time by the configured fit strategy, so a
@@ -9,48 +9,26 @@ tool call never loses its result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from attrs import define, field
 
+from lamina.assembly.measure import Measurer
+from lamina.assembly.state import InFlight, Item
 from lamina.errors import BudgetError
-from lamina.model.blocks import Block, Placement
-from lamina.model.report import BlockStatus
-from lamina.records import FitStrategy, LayerSpec, Summarizer, Tokenizer, Truncator
-
-
-@define(kw_only=True)
-class Item:
-    """A block on its way through the pipeline, with its measured size and fate."""
-
-    block: Block
-    spec: LayerSpec
-    placement: Placement
-    required: bool
-    index: int
-    plugin: str
-    tokens: int = 0
-    original_tokens: int = 0
-    status: BlockStatus = "kept"
-    strategy: str | None = None
-    reason: str | None = None
-    synthetic: bool = False
-
-    @property
-    def live(self) -> bool:
-        return self.status != "dropped"
+from lamina.records import FitStrategy, Summarizer, Tokenizer, Truncator
 
 
 @define(kw_only=True)
 class Fitter:
-    """Holds what fitting needs: the tokenizer, the named truncators, the history strategy."""
+    """Holds what fitting needs: the tokenizer, a measurer, the named truncators, the history
+    strategy and the layer caps."""
 
     tokenizer: Tokenizer
-    measure: Callable[[Item], int]
+    measurer: Measurer
     truncators: dict[str, Truncator]
     strategy: FitStrategy
     minimum_recent: int
-    marker: Callable[[int], Item]
     summarizer: Summarizer | None = None
     caps: dict[str, int] = field(factory=dict)
     markers: list[Item] = field(factory=list)
@@ -96,7 +74,7 @@ class Fitter:
             if text is None:
                 break
             item.block = original.with_text(text)
-            measured = self.measure(item)
+            measured = self.measurer.measure(item)
             if measured <= limit:
                 if measured < item.block.min_tokens:
                     break
@@ -115,7 +93,7 @@ class Fitter:
             return False
         text = self.summarizer.summarize([original], limit, self.tokenizer)
         item.block = original.with_text(text)
-        measured = self.measure(item)
+        measured = self.measurer.measure(item)
         if 0 < measured <= limit:
             item.tokens = measured
             item.status = "summarized"
@@ -148,7 +126,9 @@ class Fitter:
             return
         protected = min(self.minimum_recent, len(groups))
         marker_tokens = (
-            self.marker(sum(len(g) for g in groups)).tokens if self.strategy.marks_gaps else 0
+            self.measurer.marker(sum(len(g) for g in groups)).tokens
+            if self.strategy.marks_gaps
+            else 0
         )
         marking = self.strategy.marks_gaps
         try:
@@ -196,7 +176,7 @@ class Fitter:
         return ", ".join(gone[:20]) + (f" and {len(gone) - 20} more" if len(gone) > 20 else "")
 
     def _mark_gap(self, dropped: list[Item], before: Item | None) -> None:
-        marker = self.marker(len(dropped))
+        marker = self.measurer.marker(len(dropped))
         # Sort the marker just before the first kept block after the gap (or at the end).
         marker.index = before.index if before is not None else dropped[-1].index
         self.markers.append(marker)
@@ -276,3 +256,38 @@ def history_groups(items: Sequence[Item]) -> list[list[Item]]:
         else:
             groups.append([item])
     return groups
+
+
+def apply_block_caps(items: Sequence[Item], fitter: Fitter, warnings: list[str]) -> None:
+    """Shrink blocks over their own ``max_tokens``; a required block is truncated if its
+    strategy allows, never dropped."""
+    for item in items:
+        cap = item.block.max_tokens
+        if cap is None or item.tokens <= cap:
+            continue
+        if item.required:
+            if not fitter.truncate_to(item, cap):
+                warnings.append(
+                    f"required block {item.block.id!r} has {item.tokens} tokens, over its "
+                    f"max_tokens ({cap}), and cannot be truncated: kept whole"
+                )
+            continue
+        fitter.shrink_block(item, item.tokens - cap)
+        if not item.live:
+            item.reason = f"larger than its max_tokens ({cap})"
+
+
+def fit(state: InFlight, fitter: Fitter) -> None:
+    """The fit phase: blocks over their own caps, then layers over theirs, then the whole
+    request within the available budget."""
+    apply_block_caps(state.items, fitter, state.warnings)
+    fitter.fit(state.items, state.budget.available, state.fixed)
+    for layer, cap in fitter.caps.items():
+        over = fitter.total([i for i in state.items if i.spec.name == layer]) - cap
+        if over > 0:
+            state.warnings.append(
+                f"layer {layer!r} is {over} tokens over its cap ({cap}): what is left is required"
+            )
+    state.markers = fitter.markers
+    state.caps = fitter.caps
+    state.strategy = fitter.strategy.name

@@ -1,0 +1,297 @@
+"""The assembler: the public entry point, which runs one phase module after another.
+
+``Assembler`` resolves its plugins once; ``run`` is then plain calls on resolved objects, in
+the order plan → gather → place → measure → fit → format → report, each timed in the report.
+Token counts and renderings are memoized by content, so re-assembling an unchanged prefix
+re-tokenizes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from attrs import evolve
+from attrs import fields as attrs_fields
+
+from lamina.assembly.fit import Fitter, fit
+from lamina.assembly.format import after_history_tokens, format_within
+from lamina.assembly.gather import Gatherer
+from lamina.assembly.measure import Measurer, measure
+from lamina.assembly.place import place
+from lamina.assembly.plan import plan
+from lamina.assembly.report import report
+from lamina.assembly.rules import Rules
+from lamina.assembly.state import Progress, ResolvedModel
+from lamina.call import AssemblyCall, KernelView, Overrides
+from lamina.config import LaminaConfig, load_config
+from lamina.errors import ConfigError, PluginError
+from lamina.model.context import AssembledContext
+from lamina.model.request import AssemblyRequest, Event
+from lamina.plugins import PluginHost, Registry
+from lamina.records import Adapter, FitStrategy, Summarizer
+from lamina.tokens import TokenCounter
+
+
+class Assembler:
+    """Turns ``AssemblyRequest`` s into ``AssembledContext`` s for one configuration.
+
+    ``plugins`` registers extra plugin objects (``(name, plugin)`` pairs) besides the built-ins
+    and installed entry points; ``clock`` supplies "now" when an event has no time.
+    """
+
+    def __init__(
+        self,
+        config: LaminaConfig | None = None,
+        *,
+        plugins: Sequence[tuple[str, object]] = (),
+        entry_points: bool = True,
+        clock: Callable[[], datetime] | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.config = config or LaminaConfig()
+        self.host = PluginHost(self.config, extra=plugins, entry_points=entry_points)
+        self.registry: Registry = self.host.resolve()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.progress = progress
+        self._validate()
+        self.rules = Rules(config=self.config, registry=self.registry)
+        self.kernel = KernelView(
+            settings=self.host.settings,
+            strategies={n: a.record for n, a in self.registry.fit_strategies.items()},
+            model_info=lambda model: self.model(model).info,
+        )
+        self._models: dict[str, ResolvedModel] = {}
+        self._render_cache: dict[tuple[Any, ...], str] = {}
+        self._gatherer = Gatherer(self.config, self.registry, self.host.settings)
+
+    @classmethod
+    def from_config(cls, path: str | Path | None = None, **kwargs: Any) -> Assembler:
+        """An assembler for the config file at ``path`` (or the nearest one, or defaults)."""
+        return cls(load_config(path), **kwargs)
+
+    # -- public API ----------------------------------------------------------------------
+
+    def request(self, message: str, **fields: Any) -> AssemblyRequest:
+        """A request for ``message`` with the config's defaults (session, model, role, …)."""
+        cfg = self.config
+        event_keys = {a.name for a in attrs_fields(Event)}
+        event_fields = {k: fields.pop(k) for k in list(fields) if k in event_keys}
+        base: dict[str, Any] = {
+            "session_label": cfg.session,
+            "model": cfg.model,
+            "role": cfg.role,
+            "provider": cfg.provider,
+            "permissions": cfg.permissions,
+            "workspace_path": str(cfg.resolve(cfg.workspace)),
+            "event": Event(content=message, **event_fields),
+        }
+        base.update(fields)
+        return AssemblyRequest(**base)
+
+    def assemble(
+        self,
+        request: AssemblyRequest,
+        *,
+        strategy: str | None = None,
+        minimum_recent: int | None = None,
+        reserve_response: int | None = None,
+    ) -> AssembledContext:
+        """Assemble one turn's context (through any ``lamina_wrap_assembly`` wrappers).
+
+        The keywords override config for this call only: ``strategy`` (e.g. ``stopAtLimit``
+        to learn whether the history fits before compacting), ``minimum_recent`` (history
+        groups never cut) and ``reserve_response`` (tokens kept for the reply).
+        """
+        for name, value in (
+            ("minimum_recent", minimum_recent),
+            ("reserve_response", reserve_response),
+        ):
+            if value is not None and value < 0:
+                raise ConfigError(f"{name} must be >= 0, got {value}")
+        if strategy is not None and strategy not in self.registry.fit_strategies:
+            raise ConfigError(
+                f"unknown fit strategy {strategy!r}; known: {_names(self.registry.fit_strategies)}"
+            )
+        call = AssemblyCall(
+            request=request,
+            config=self.config,
+            kernel=self.kernel,
+            overrides=Overrides(
+                strategy=strategy, minimum_recent=minimum_recent, reserve_response=reserve_response
+            ),
+            engine=self,
+        )
+        # The pipeline is the innermost implementation; plugins' wrappers surround it.
+        hook = self.host.wrap_assembly
+        result: AssembledContext = hook.call_extra([self._innermost], {"call": call})
+        return result
+
+    def model(self, name: str) -> ResolvedModel:
+        """The model's info, tokenizer and memoizing counter, resolved once per model."""
+        if name not in self._models:
+            info, info_plugin = self.host.model_info(name)
+            if self.config.budget.context_window is not None:
+                info = evolve(info, context_window=self.config.budget.context_window)
+            tok, tok_plugin = self.host.tokenizer(name, info)
+            self._models[name] = ResolvedModel(
+                info=info,
+                info_plugin=info_plugin,
+                tokenizer=tok,
+                tokenizer_plugin=tok_plugin,
+                counter=TokenCounter(tok),
+            )
+        return self._models[name]
+
+    def adapter(self, name: str) -> Adapter:
+        """The adapter named ``name`` (``ConfigError`` naming the known ones otherwise)."""
+        found = self.registry.adapters.get(name)
+        if found is None:
+            raise ConfigError(
+                f"no adapter for provider {name!r}; installed: {_names(self.registry.adapters)}",
+                key="provider",
+            )
+        adapter: Adapter = found.record
+        return adapter
+
+    def payload(
+        self, context: AssembledContext, provider: str | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """The provider request for ``context`` (provider: argument, else the context's)."""
+        return self.adapter(provider or context.provider).build_request(context, options)
+
+    def settings(self, plugin: str) -> Any:
+        """The validated settings of ``plugin`` (``None`` when it takes or has none)."""
+        return self.host.settings.get(plugin)
+
+    def summarizer(self, name: str | None = None) -> Summarizer:
+        """The summarizer named ``name`` (default: ``[fit] summarizer``)."""
+        wanted = name or self.config.fit.summarizer
+        found = self.registry.summarizers.get(wanted) if wanted else None
+        if found is None:
+            raise ConfigError(
+                f"no summarizer {wanted!r}; known: {_names(self.registry.summarizers)}",
+                key=self.config.key("fit.summarizer"),
+            )
+        summarizer: Summarizer = found.record
+        return summarizer
+
+    def close(self) -> None:
+        """Stop the provider pool (assembling again starts a new one)."""
+        self._gatherer.close()
+
+    def __enter__(self) -> Assembler:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- the pipeline --------------------------------------------------------------------
+
+    def run(self, request: AssemblyRequest, overrides: Overrides | None = None) -> AssembledContext:
+        """The pipeline itself, phase by phase (what ``assemble`` runs inside the wrappers)."""
+        overrides = overrides or Overrides()
+        progress = self.progress
+        if progress is not None:
+            progress("plan")
+        started = time.perf_counter()
+        model = self.model(request.model)
+        state = plan(request, overrides, model, self.config, self.registry, self.clock())
+        state.timings["plan"] = round(1000 * (time.perf_counter() - started), 3)
+        measurer = Measurer(self.rules, model.counter, self._render_cache)
+        fitter = self._fitter(overrides, measurer, state.budget.available)
+        with state.phase("gather", progress):
+            self._gatherer.gather(state, self.rules)
+        with state.phase("place", progress):
+            place(state, self.rules)
+        with state.phase("measure", progress):
+            measure(state, measurer)
+        with state.phase("fit", progress):
+            fit(state, fitter)
+        with state.phase("format", progress):
+            format_within(state, measurer, fitter)
+        with state.phase("report", progress):
+            context = report(state, self.rules, after_history_tokens(state, measurer))
+        timed = evolve(context.report, timings_ms=dict(state.timings))
+        return evolve(context, report=timed)
+
+    def _innermost(self, call: AssemblyCall) -> AssembledContext:
+        """The pipeline as the innermost ``lamina_wrap_assembly``."""
+        return self.run(call.request, call.overrides)
+
+    def _fitter(self, overrides: Overrides, measurer: Measurer, available: int) -> Fitter:
+        cfg = self.config
+        strategy: FitStrategy = self.registry.fit_strategies[
+            overrides.strategy or cfg.fit.strategy
+        ].record
+        summarizer = self.summarizer() if cfg.fit.summarizer is not None else None
+        minimum = cfg.fit.minimum_recent
+        return Fitter(
+            tokenizer=measurer.counter.tokenizer,
+            measurer=measurer,
+            truncators={n: a.record for n, a in self.registry.truncators.items()},
+            strategy=strategy,
+            minimum_recent=minimum
+            if overrides.minimum_recent is None
+            else overrides.minimum_recent,
+            summarizer=summarizer,
+            caps=self.rules.caps(available),
+        )
+
+    # -- set-up checks -------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        cfg, reg = self.config, self.registry
+        where = cfg.where
+        for key, what, name, table in (
+            ("fit.strategy", "fit strategy", cfg.fit.strategy, reg.fit_strategies),
+            ("format.system", "formatter", cfg.format.system, reg.formatters),
+            ("format.history", "formatter", cfg.format.history, reg.formatters),
+            ("format.event", "formatter", cfg.format.event, reg.formatters),
+        ):
+            if name not in table:
+                raise ConfigError(
+                    f"unknown {what} {name!r}; known: {_names(table)}",
+                    file=where,
+                    key=cfg.key(key),
+                )
+        if cfg.fit.summarizer is not None and cfg.fit.summarizer not in reg.summarizers:
+            raise ConfigError(
+                f"unknown summarizer {cfg.fit.summarizer!r}; known: {_names(reg.summarizers)}",
+                file=where,
+                key=cfg.key("fit.summarizer"),
+            )
+        for section, layers in (("layers", cfg.layers), ("placement", cfg.placement)):
+            for layer in layers:
+                if layer not in reg.layers:
+                    raise ConfigError(
+                        f"unknown layer {layer!r}; known: {_names(reg.layers)}",
+                        file=where,
+                        key=cfg.key(f"{section}.{layer}"),
+                    )
+        for name, item in reg.layers.items():
+            fmt = item.record.format
+            if fmt is not None and fmt not in reg.formatters:
+                raise PluginError(
+                    f"layer {name!r} asks for unknown formatter {fmt!r}", plugin=item.plugin
+                )
+        for i, block in enumerate(cfg.blocks):
+            if block.layer not in reg.layers:
+                raise ConfigError(
+                    f"unknown layer {block.layer!r}; known: {_names(reg.layers)}",
+                    file=where,
+                    key=cfg.key(f"blocks[{i}].layer"),
+                )
+            if block.truncation not in reg.truncators:
+                raise ConfigError(
+                    f"unknown truncation {block.truncation!r}; known: {_names(reg.truncators)}",
+                    file=where,
+                    key=cfg.key(f"blocks[{i}].truncation"),
+                )
+
+
+def _names(table: dict[str, Any]) -> str:
+    return ", ".join(sorted(table)) or "none"

@@ -1,0 +1,163 @@
+"""Gather: every layer provider yields its blocks for the request, concurrently, within its
+time limit; a failing optional provider is left out with a warning; block transforms run on
+what was gathered."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from attrs import evolve
+
+from lamina.assembly.rules import Rules
+from lamina.assembly.state import InFlight
+from lamina.config import LaminaConfig
+from lamina.errors import LaminaError, PluginError, ProviderError
+from lamina.model.blocks import Block, content_hash
+from lamina.plugins import Attributed, Registry
+from lamina.records import BlockTransform, LayerProvider, ProviderContext
+
+
+class Gatherer:
+    """Runs the layer providers of one assembler in a thread pool it owns."""
+
+    def __init__(self, config: LaminaConfig, registry: Registry, settings: dict[str, Any]):
+        self.config = config
+        self.registry = registry
+        self.settings = settings
+        self._executor: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    def gather(self, state: InFlight, rules: Rules) -> None:
+        """The gather phase: ``state.gathered`` holds each block with its plugin, in provider
+        order; warnings and exclusions go to the state in the same order."""
+        providers = self.registry.providers
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=max(4, len(providers)), thread_name_prefix="lamina-provider"
+            )
+        views = rules.views(state.budget.available)
+        futures: list[tuple[Attributed, Future[list[Block]]]] = []
+        contexts: list[ProviderContext] = []
+        started = time.monotonic()
+        for item in providers:
+            ctx = ProviderContext(
+                request=state.request,
+                config=self.config,
+                settings=self.settings.get(item.plugin),
+                budget=state.budget,
+                tokenizer=state.model.tokenizer,
+                now=state.now,
+                plugin=item.plugin,
+                layers=views,
+            )
+            contexts.append(ctx)
+            futures.append((item, self._executor.submit(_run_provider, item.record, ctx)))
+        seen: dict[str, str] = {}
+        for item, future in futures:
+            provider: LayerProvider = item.record
+            limit = provider.timeout or self.config.plugins.timeout
+            try:
+                blocks = future.result(timeout=max(0.0, started + limit - time.monotonic()))
+            except FutureTimeout:
+                future.cancel()
+                _failed(item, f"timed out after {limit:g}s", None, state.warnings)
+                continue
+            except Exception as exc:
+                if isinstance(exc, LaminaError) and provider.required:
+                    raise
+                _failed(item, f"raised {type(exc).__name__}: {exc}", exc, state.warnings)
+                continue
+            problem = self._check(provider, blocks, seen)
+            if problem is not None:
+                _failed(item, problem, None, state.warnings)
+                continue
+            for block in blocks:
+                seen[block.id] = item.plugin
+                state.gathered.append((block, item.plugin))
+        for ctx in contexts:  # in provider order, whatever order they finished in
+            state.warnings.extend(ctx.warnings)
+            state.exclusions.extend((x, ctx.plugin) for x in ctx.exclusions)
+        if self.registry.block_transforms and contexts:
+            state.gathered = self._transform(state.gathered, contexts[0], state.warnings)
+
+    def _transform(
+        self, gathered: list[tuple[Block, str]], base: ProviderContext, warnings: list[str]
+    ) -> list[tuple[Block, str]]:
+        """Run every block transform over every block (a changed block gets a fresh hash)."""
+        out = gathered
+        for item in self.registry.block_transforms:
+            record: BlockTransform = item.record
+            ctx = evolve(
+                base,
+                settings=self.settings.get(item.plugin),
+                plugin=item.plugin,
+                warnings=[],
+                exclusions=[],
+            )
+            done = []
+            for block, plugin in out:
+                try:
+                    changed = record.transform(block, ctx)
+                except Exception as exc:
+                    raise PluginError(
+                        f"block transform {record.name!r} raised {type(exc).__name__} on block "
+                        f"{block.id!r}: {exc}",
+                        plugin=item.plugin,
+                    ) from exc
+                if not isinstance(changed, Block) or changed.id != block.id:
+                    raise PluginError(
+                        f"block transform {record.name!r} must return the block it was given "
+                        f"(same id), got {changed!r:.80}",
+                        plugin=item.plugin,
+                    )
+                if changed is not block and changed.content != block.content:
+                    changed = evolve(changed, hash=content_hash(changed.content), token_count=None)
+                done.append((changed, plugin))
+            out = done
+            warnings.extend(ctx.warnings)
+        return out
+
+    def _check(
+        self, provider: LayerProvider, blocks: list[Block], seen: dict[str, str]
+    ) -> str | None:
+        """What is wrong with a provider's blocks, if anything (the first problem found)."""
+        ids: set[str] = set()
+        for block in blocks:
+            if not isinstance(block, Block):
+                return f"yielded {type(block).__name__}, expected Block"
+            if block.layer not in self.registry.layers:
+                known = ", ".join(sorted(self.registry.layers))
+                return (
+                    f"yielded block {block.id!r} for unknown layer {block.layer!r}; known: {known}"
+                )
+            if provider.layers and block.layer not in provider.layers:
+                return (
+                    f"yielded block {block.id!r} for layer {block.layer!r}, but declares only "
+                    f"{', '.join(provider.layers)}"
+                )
+            if block.truncation not in self.registry.truncators:
+                return f"yielded block {block.id!r} with unknown truncation {block.truncation!r}"
+            if block.id in seen or block.id in ids:
+                first = seen.get(block.id, "this provider")
+                return f"yielded block id {block.id!r} twice (first from {first!r})"
+            ids.add(block.id)
+        return None
+
+
+def _run_provider(provider: LayerProvider, ctx: ProviderContext) -> list[Block]:
+    return list(provider.provide(ctx))
+
+
+def _failed(item: Attributed, what: str, exc: BaseException | None, warnings: list[str]) -> None:
+    provider: LayerProvider = item.record
+    message = f"layer provider {provider.name!r} {what}"
+    if provider.required:
+        raise ProviderError(message, plugin=item.plugin) from exc
+    warnings.append(f"plugin {item.plugin!r}: {message}; its blocks were left out")

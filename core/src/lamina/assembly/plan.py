@@ -1,0 +1,91 @@
+"""Plan: before anything is gathered, the model's budget (limit less reserves, capped by the
+request) and the tools the caller may have, with what their definitions cost."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+from attrs import evolve
+
+from lamina.assembly.state import InFlight, ResolvedModel
+from lamina.call import Overrides
+from lamina.config import LaminaConfig, reserves
+from lamina.errors import ConfigError
+from lamina.model.budget import TokenBudget
+from lamina.model.request import AssemblyRequest, Tool
+from lamina.plugins import Registry
+from lamina.records import ToolFilter
+
+
+def plan(
+    request: AssemblyRequest,
+    overrides: Overrides,
+    model: ResolvedModel,
+    config: LaminaConfig,
+    registry: Registry,
+    now: datetime,
+) -> InFlight:
+    """The plan phase: a new in-flight state with its budget and tools."""
+    info, counter = model.info, model.counter
+    revision = getattr(model.tokenizer, "revision", None)
+    if revision != model.revision[0]:  # its counts changed: forget the memoized ones
+        model.revision[0] = revision
+        counter.clear()
+    warnings = []
+    if info.assumed:
+        warnings.append(
+            f"model {request.model!r} is not known to any plugin; assuming a context window "
+            f"of {info.context_window} tokens"
+        )
+    budget_cfg = config.budget
+    if overrides.reserve_response is not None:
+        budget_cfg = evolve(budget_cfg, reserve_response=overrides.reserve_response)
+    reserve_response, reserve_tools = reserves(budget_cfg, info.context_window, info.max_output)
+    try:
+        budget = TokenBudget.plan(
+            model_limit=info.context_window,
+            reserve_response=reserve_response,
+            reserve_tools=reserve_tools,
+            cap=request.max_tokens or config.budget.max_tokens,
+        )
+    except ValueError as exc:
+        raise ConfigError(
+            f"{exc} (model {request.model!r}); lower the reserves",
+            file=config.where,
+            key=config.key("budget"),
+        ) from exc
+    filters: list[ToolFilter] = [a.record for a in registry.tool_filters]
+    offered: dict[str, Tool] = {t.name: t for t in config.tools}
+    offered.update({t.name: t for t in request.tools})
+    tools = tuple(t for t in offered.values() if all(f.allows(t, request) for f in filters))
+    return InFlight(
+        request=request,
+        overrides=overrides,
+        model=model,
+        budget=budget,
+        now=now,
+        tools=tools,
+        tool_tokens=tool_tokens(model, tools),
+        warnings=warnings,
+    )
+
+
+def tool_tokens(model: ResolvedModel, tools: Sequence[Tool]) -> int:
+    """What the tool definitions cost: the provider's own count when the model info has one,
+    else each tool's JSON (name, description, input schema)."""
+    if not tools:
+        return 0
+    if model.info.tool_tokens is not None:
+        return model.info.tool_tokens(tools, model.tokenizer)
+    return sum(
+        model.counter.count(
+            json.dumps(
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema},
+                sort_keys=True,
+                ensure_ascii=False,
+            )
+        )
+        for t in tools
+    )
