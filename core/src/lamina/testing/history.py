@@ -1,8 +1,10 @@
-"""Block builders shared by the kernel tests."""
+"""Block builders for tests: conversation turns (plain and with a tool call) as session
+blocks, and deterministic filler text."""
 
 from __future__ import annotations
 
-from lamina import Block, ToolCallPart, ToolResultPart
+from lamina.model.blocks import Block
+from lamina.model.messages import ToolCallPart, ToolResultPart
 
 
 def turn(n: int, user: str, assistant: str) -> list[Block]:
