@@ -251,3 +251,12 @@ def test_a_stored_count_is_trusted_only_from_the_tokenizer_that_made_it(counted_
     )
     [report] = [b for b in a.assemble(a.request("hi")).report.blocks if b.id == "h"]
     assert (report.tokens == 1) is trusted
+
+
+def test_the_context_carries_the_model_info_it_was_planned_with_but_not_in_json():
+    a = make_assembler({"model": FAKE_MODEL}, plugins=[("fake", FakeModel(context_window=5000))])
+    ctx = a.assemble(a.request("hi"))
+    assert ctx.model_info is a.model(FAKE_MODEL).info
+    assert ctx.model_info.context_window == 5000
+    assert "model_info" not in lamina.to_json(ctx)
+    assert lamina.from_json(lamina.to_json(ctx), lamina.AssembledContext).model_info is None

@@ -8,12 +8,16 @@ from datetime import datetime
 from typing import Any, TypeVar, get_args, get_origin
 
 import cattrs
+from attrs import resolve_types
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.preconf.json import make_converter
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
 from lamina.errors import SerdeError
+from lamina.model.context import AssembledContext
 from lamina.model.messages import PART_TAGS, Part
+from lamina.records import ModelInfo
 
 T = TypeVar("T")
 
@@ -178,3 +182,20 @@ configure_tagged_union(
     tag_name="type",
 )
 _converter.register_structure_hook(Part, lambda v, _: _structure_part(v))
+
+# The model info an assembled context carries is for adapters in the same process: it holds
+# callables and never travels as JSON.
+resolve_types(AssembledContext, localns={"ModelInfo": ModelInfo})
+_converter.register_unstructure_hook(
+    AssembledContext,
+    make_dict_unstructure_fn(AssembledContext, _converter, model_info=override(omit=True)),
+)
+_converter.register_structure_hook(
+    AssembledContext,
+    make_dict_structure_fn(
+        AssembledContext,
+        _converter,
+        model_info=override(omit=True),
+        _cattrs_forbid_extra_keys=True,
+    ),
+)

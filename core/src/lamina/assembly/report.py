@@ -67,6 +67,7 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
         source_event_id=request.event.id,
         system_context_json=_system_context_json(items),
         report=assembly_report,
+        model_info=model.info,
     )
 
 

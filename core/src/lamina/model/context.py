@@ -1,8 +1,8 @@
-"""``AssembledContext``: the contract between assembly and the agent engine (seed 000)."""
+"""``AssembledContext``: the contract between assembly and the agent engine (the Broker design)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
@@ -11,12 +11,15 @@ from lamina.model.messages import Message
 from lamina.model.report import AssemblyReport
 from lamina.model.request import AgentRole, ModelConfig, Tool
 
+if TYPE_CHECKING:
+    from lamina.records import ModelInfo
+
 
 @frozen(kw_only=True)
 class AssembledContext:
     """The three physical layers plus everything the engine and the ledger write need.
 
-    ``system_context_json`` is the provenance of the system prompt (seed 000's ``context_json``
+    ``system_context_json`` is the provenance of the system prompt (the Broker design's ``context_json``
     for the system message): the system blocks' ``provenance.metadata["context_json"]`` merged.
     """
 
@@ -37,3 +40,6 @@ class AssembledContext:
     source_event_id: str | None = None
     system_context_json: dict[str, Any] = field(factory=dict)
     report: AssemblyReport = field(factory=AssemblyReport)
+    #: What the kernel knew of the model when it planned the budget (context window, cache
+    #: minimum, overheads), so adapters need not look it up again. Not part of the JSON.
+    model_info: ModelInfo | None = field(default=None, eq=False, repr=False)
