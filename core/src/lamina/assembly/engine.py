@@ -201,7 +201,9 @@ class Assembler:
         model = self.model(request.model)
         state = plan(request, overrides, model, self.config, self.registry, self.clock())
         state.timings["plan"] = round(1000 * (time.perf_counter() - started), 3)
-        measurer = Measurer(self.rules, model.counter, self._render_cache)
+        measurer = Measurer(
+            self.rules, model.counter, self._render_cache, model.info.message_overhead
+        )
         fitter = self._fitter(overrides, measurer, state.budget.available)
         with state.phase("gather", progress):
             self._gatherer.gather(state, self.rules)

@@ -37,7 +37,7 @@ class Fitter:
 
     @staticmethod
     def total(items: Sequence[Item]) -> int:
-        return sum(i.tokens for i in items if i.live)
+        return sum(i.cost for i in items)
 
     # -- one block -----------------------------------------------------------------------
 
@@ -121,12 +121,12 @@ class Fitter:
         groups = history_groups([i for i in items if i.live])
         if not groups:
             return
-        sizes = [sum(i.tokens for i in g) for g in groups]
+        sizes = [sum(i.cost for i in g) for g in groups]
         if sum(sizes) <= target:
             return
         protected = min(self.minimum_recent, len(groups))
         marker_tokens = (
-            self.measurer.marker(sum(len(g) for g in groups)).tokens
+            self.measurer.marker(sum(len(g) for g in groups)).cost
             if self.strategy.marks_gaps
             else 0
         )
@@ -226,14 +226,14 @@ class Fitter:
             )
 
     def marker_total(self) -> int:
-        return sum(m.tokens for m in self.markers)
+        return sum(m.cost for m in self.markers)
 
     def _check_required(self, items: Sequence[Item], available: int, fixed: int) -> None:
         groups = history_groups([i for i in items if i.live and i.placement == "history"])
         protected = groups[len(groups) - min(self.minimum_recent, len(groups)) :] if groups else []
         must = [i for i in items if i.live and i.required and i.placement != "history"]
         must += [i for g in protected for i in g]
-        needed = sum(i.tokens for i in must) + fixed
+        needed = sum(i.cost for i in must) + fixed
         if needed > available:
             biggest = sorted(must, key=lambda i: -i.tokens)[:3]
             names = ", ".join(f"{i.block.id} ({i.tokens})" for i in biggest)

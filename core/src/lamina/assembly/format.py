@@ -111,8 +111,8 @@ def usage(state: InFlight, measurer: Measurer, out: Formatted, live: Sequence[It
     overhead = info.message_overhead
     system = counter.count(out.system_prompt) + overhead if out.system_prompt else 0
     system += state.tool_tokens
-    hist = sum(i.tokens for i in live if i.placement == "history")
-    hist += sum(counter.count(w) for w in out.wrappers) + overhead * len(out.history)
+    hist = sum(i.cost for i in live if i.placement == "history")
+    hist += sum(counter.count(w) + overhead for w in out.wrappers)
     event = measurer.parts(out.current.content) + overhead + info.reply_overhead
     return BudgetUsage(system_prompt=system, history=hist, event=event, total=system + hist + event)
 

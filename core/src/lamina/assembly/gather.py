@@ -5,12 +5,14 @@ what was gathered."""
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from typing import Any
 
 from attrs import evolve
 
+from lamina.assembly.pool import ProviderPool
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import InFlight
 from lamina.config import LaminaConfig
@@ -21,29 +23,23 @@ from lamina.records import BlockTransform, LayerProvider, ProviderContext
 
 
 class Gatherer:
-    """Runs the layer providers of one assembler in a thread pool it owns."""
+    """Runs the layer providers of one assembler on a pool it owns (see ``ProviderPool``)."""
 
     def __init__(self, config: LaminaConfig, registry: Registry, settings: dict[str, Any]):
         self.config = config
         self.registry = registry
         self.settings = settings
-        self._executor: ThreadPoolExecutor | None = None
+        self._pool = ProviderPool()
 
     def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        self._pool.close()
 
     def gather(self, state: InFlight, rules: Rules) -> None:
         """The gather phase: ``state.gathered`` holds each block with its plugin, in provider
         order; warnings and exclusions go to the state in the same order."""
         providers = self.registry.providers
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(
-                max_workers=max(4, len(providers)), thread_name_prefix="lamina-provider"
-            )
         views = rules.views(state.budget.available)
-        futures: list[tuple[Attributed, Future[list[Block]]]] = []
+        futures: list[tuple[Attributed, Future[Any]]] = []
         contexts: list[ProviderContext] = []
         started = time.monotonic()
         for item in providers:
@@ -58,7 +54,12 @@ class Gatherer:
                 layers=views,
             )
             contexts.append(ctx)
-            futures.append((item, self._executor.submit(_run_provider, item.record, ctx)))
+            key = f"{item.plugin}:{item.record.name}"
+            if self._pool.stuck(key) >= self._pool.max_stuck:
+                what = f"is still running {self._pool.stuck(key)} calls past their time limit"
+                _failed(item, what, None, state.warnings)
+                continue
+            futures.append((item, self._pool.submit(partial(_run_provider, item.record, ctx))))
         seen: dict[str, str] = {}
         for item, future in futures:
             provider: LayerProvider = item.record
@@ -66,7 +67,8 @@ class Gatherer:
             try:
                 blocks = future.result(timeout=max(0.0, started + limit - time.monotonic()))
             except FutureTimeout:
-                future.cancel()
+                if not future.cancel():
+                    self._pool.overdue(f"{item.plugin}:{provider.name}", future)
                 _failed(item, f"timed out after {limit:g}s", None, state.warnings)
                 continue
             except Exception as exc:

@@ -47,10 +47,15 @@ class Measurer:
     its content and presentation, its count by content hash in the model's counter."""
 
     def __init__(
-        self, rules: Rules, counter: TokenCounter, render_cache: dict[tuple[Any, ...], str]
+        self,
+        rules: Rules,
+        counter: TokenCounter,
+        render_cache: dict[tuple[Any, ...], str],
+        message_overhead: int = 0,
     ) -> None:
         self.rules = rules
         self.counter = counter
+        self.message_overhead = message_overhead
         self._render_cache = render_cache
 
     def formatter(self, item: Item) -> Formatter:
@@ -112,14 +117,17 @@ class Measurer:
             reason="marks removed history",
         )
         item.tokens = item.original_tokens = self.parts(block.content)
+        item.framing = self.message_overhead
         return item
 
 
 def measure(state: InFlight, measurer: Measurer) -> None:
-    """The measure phase: every item's tokens, and the fixed per-message overhead."""
+    """The measure phase: every item's tokens (a history message's framing with it, so only
+    kept messages are charged for it), and the fixed overhead of the rest of the request."""
+    info = state.model.info
     for item in state.items:
         item.tokens = item.original_tokens = measurer.measure(item)
-    info = state.model.info
-    history = sum(1 for i in state.items if i.placement == "history")
-    framing = 3 + history  # system message, before/after-history messages, current message
+        if item.placement == "history":
+            item.framing = info.message_overhead
+    framing = 3  # the system message, the before/after-history messages, the current message
     state.fixed = info.message_overhead * framing + info.reply_overhead + state.tool_tokens

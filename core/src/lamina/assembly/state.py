@@ -56,10 +56,17 @@ class Item:
     strategy: str | None = None
     reason: str | None = None
     synthetic: bool = False
+    framing: int = 0
 
     @property
     def live(self) -> bool:
         return self.status != "dropped"
+
+    @property
+    def cost(self) -> int:
+        """What keeping the item costs: its tokens plus, for a history message, the
+        provider's per-message framing (nothing once it is dropped)."""
+        return self.tokens + self.framing if self.live else 0
 
 
 def order_key(item: Item) -> tuple[int, int]:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Iterator
+from pathlib import Path
 
 from lamina.errors import ConfigError
 from lamina.hookspecs import hookimpl
@@ -17,7 +21,7 @@ def provide(ctx: ProviderContext) -> Iterator[Block]:
         if spec.file is not None:
             resolved = config.resolve(spec.file)
             try:
-                text = resolved.read_text("utf-8")
+                text = _read_regular(resolved)
             except (OSError, UnicodeDecodeError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
                 raise ConfigError(
@@ -40,6 +44,21 @@ def provide(ctx: ProviderContext) -> Iterator[Block]:
             trusted=spec.trusted,
             provenance=Provenance(plugin=ctx.plugin, source_id=f"blocks[{i}]", path=path),
         )
+
+
+def _read_regular(path: Path) -> str:
+    """A regular file's UTF-8 text; a FIFO, device or folder is refused without blocking
+    (opened non-blocking, checked on the open descriptor, so it cannot be swapped)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read()
+    finally:
+        os.close(fd)
+    return data.decode("utf-8")
 
 
 @hookimpl
