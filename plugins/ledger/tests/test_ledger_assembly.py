@@ -3,7 +3,7 @@ kept turns grouped by turn with exact counts, proactive and reactive compaction.
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,7 @@ from lamina_ledger.session import LedgerSession
 from lamina import Message, ToolCallPart, ToolResultPart
 from lamina.testing import make_assembler
 
-sys.path.insert(0, str(Path(__file__).parent))
-from ledger_helpers import exchange
+Grow = Callable[[LedgerSession, int, int], list[Any]]
 
 
 def config(database: str | None, budget: int = 100_000, **ledger: Any) -> dict[str, Any]:
@@ -39,7 +38,9 @@ def test_inert_without_a_config_section() -> None:
     assert ctx.history == () and ctx.report.warnings == ()
 
 
-def test_history_is_summary_then_kept_turns(tmp_path: Path) -> None:
+def test_history_is_summary_then_kept_turns(
+    tmp_path: Path, exchange: Callable[..., list[Message]]
+) -> None:
     db = str(tmp_path / "l.db")
     with Ledger.open(db) as w:
         t0 = w.append_turn("s", exchange(0))
@@ -50,6 +51,7 @@ def test_history_is_summary_then_kept_turns(tmp_path: Path) -> None:
                 Message.of("assistant", "fine"),
             ],
             total_tokens=10,
+            counted_by="o200k_base",  # gpt-4o's tokenizer: the counts are trusted
         )
         w.record_compaction("s", "We were fixing src/app.py", t1)
         t2 = w.append_turn("s", [Message.of("user", "third")])
@@ -83,7 +85,9 @@ def test_summary_role_and_marker_are_configurable(tmp_path: Path) -> None:
     assert [(m.role, m.text) for m in ctx.history] == [("system", "[Summary]\ngist")]
 
 
-def test_turn_blocks_are_grouped_so_tool_pairs_stay_together(tmp_path: Path) -> None:
+def test_turn_blocks_are_grouped_so_tool_pairs_stay_together(
+    tmp_path: Path, exchange: Callable[..., list[Message]]
+) -> None:
     db = str(tmp_path / "l.db")
     with Ledger.open(db) as w:
         for i in range(6):
@@ -127,19 +131,25 @@ def test_parent_turn_id_assembles_that_branch(tmp_path: Path) -> None:
 # -- compaction ------------------------------------------------------------------------
 
 
-def grow(session: LedgerSession, turns: int, size: int) -> list[Any]:
-    """Run ``turns`` turns through the host API; return each request's context."""
-    a = session.assembler
-    out = []
-    for i in range(turns):
-        req = a.request(f"question {i}")
-        ctx = session.assemble(req)
-        out.append(ctx)
-        session.record_turn(req, exchange(i, "lorem ipsum ", size=size))
-    return out
+@pytest.fixture
+def grow(exchange: Callable[..., list[Message]]) -> Grow:
+    """``grow(session, turns, size)``: run ``turns`` turns through the host API; return each
+    request's context."""
+
+    def run(session: LedgerSession, turns: int, size: int) -> list[Any]:
+        a = session.assembler
+        out = []
+        for i in range(turns):
+            req = a.request(f"question {i}")
+            ctx = session.assemble(req)
+            out.append(ctx)
+            session.record_turn(req, exchange(i, "lorem ipsum ", size=size))
+        return out
+
+    return run
 
 
-def test_proactive_compaction_keeps_every_request_in_budget(tmp_path: Path) -> None:
+def test_proactive_compaction_keeps_every_request_in_budget(tmp_path: Path, grow: Grow) -> None:
     db = str(tmp_path / "l.db")
     a = make_assembler(config(db, budget=4000), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
@@ -160,7 +170,7 @@ def test_proactive_compaction_keeps_every_request_in_budget(tmp_path: Path) -> N
         assert row == ("context_limit", "ledger-extractive")
 
 
-def test_between_compactions_each_request_extends_the_previous(tmp_path: Path) -> None:
+def test_between_compactions_each_request_extends_the_previous(tmp_path: Path, grow: Grow) -> None:
     db = str(tmp_path / "l.db")
     a = make_assembler(config(db, budget=4000), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
@@ -176,7 +186,7 @@ def test_between_compactions_each_request_extends_the_previous(tmp_path: Path) -
     assert resets == len(s.compactions) >= 1
 
 
-def test_minimum_turns_are_always_kept(tmp_path: Path) -> None:
+def test_minimum_turns_are_always_kept(tmp_path: Path, grow: Grow) -> None:
     db = str(tmp_path / "l.db")
     a = make_assembler(config(db, budget=3000, minimum_turns=3), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
@@ -188,7 +198,7 @@ def test_minimum_turns_are_always_kept(tmp_path: Path) -> None:
         assert s.compact(req, share=0.05) is None  # nothing older than the newest 3 is left
 
 
-def test_overflow_recovery_compacts_harder_and_retries_once(tmp_path: Path) -> None:
+def test_overflow_recovery_compacts_harder_and_retries_once(tmp_path: Path, grow: Grow) -> None:
     db = str(tmp_path / "l.db")
     a = make_assembler(config(db, budget=20_000, minimum_turns=1), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
@@ -225,7 +235,7 @@ def test_overflow_recovery_compacts_harder_and_retries_once(tmp_path: Path) -> N
         assert len(s.compactions) == before
 
 
-def test_compaction_uses_the_configured_summarizer(tmp_path: Path) -> None:
+def test_compaction_uses_the_configured_summarizer(tmp_path: Path, grow: Grow) -> None:
     from lamina import Summarizer, hookimpl
 
     class Mine:
@@ -274,7 +284,9 @@ def test_settings_defaults_and_validation(tmp_path: Path) -> None:
         make_assembler(config(str(tmp_path / "l.db"), colour="red"), plugins=[("ledger", plugin)])
 
 
-def test_run_asks_the_provider_adapter_whether_an_error_is_an_overflow(tmp_path: Path) -> None:
+def test_run_asks_the_provider_adapter_whether_an_error_is_an_overflow(
+    tmp_path: Path, grow: Grow
+) -> None:
     from lamina import Adapter, Usage, hookimpl
 
     class Fake:

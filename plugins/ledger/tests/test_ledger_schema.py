@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,7 @@ from lamina_ledger.ledger import Ledger
 from lamina_ledger.schema import SCHEMA_VERSION
 
 from lamina import Message
-
-sys.path.insert(0, str(Path(__file__).parent))
-from ledger_helpers import fresh_schema
+from lamina.testing.postgres import fresh_schema
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -29,8 +26,8 @@ def test_first_use_creates_a_wal_ledger_at_the_current_version(tmp_path: Path) -
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     meta = dict(conn.execute("SELECT key, value FROM ledger_meta").fetchall())
-    assert meta == {"application": "lamina-ledger", "schema_version": "1"}
-    assert SCHEMA_VERSION == 1
+    assert meta == {"application": "lamina-ledger", "schema_version": "2"}
+    assert SCHEMA_VERSION == 2
     conn.close()
 
 
@@ -83,7 +80,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     for readonly in (False, True):
-        with pytest.raises(LedgerError, match="schema version 99, newer than .* supports \\(1\\)"):
+        with pytest.raises(LedgerError, match="schema version 99, newer than .* supports \\(2\\)"):
             Ledger.open(str(path), readonly=readonly)
 
 
@@ -132,15 +129,15 @@ def test_server_down_is_a_clear_error() -> None:
     assert "unreachable" in msg and "secret" not in msg and f":{port}/ledger" in msg
 
 
-def test_postgres_ledger_recognized_and_versioned(postgres_url: str) -> None:
-    url = fresh_schema(postgres_url)
+def test_postgres_ledger_recognized_and_versioned(postgres_dsn: str) -> None:
+    url = fresh_schema(postgres_dsn)
     Ledger.open(url).close()
     with Ledger.open(url) as w:  # a second open finds the ledger and migrates nothing
         assert w.db.version() == SCHEMA_VERSION
         w.db.execute("UPDATE ledger_meta SET value = '7' WHERE key = 'schema_version'")
     with pytest.raises(LedgerError, match="schema version 7, newer"):
         Ledger.open(url, readonly=True)
-    other = fresh_schema(postgres_url)
+    other = fresh_schema(postgres_dsn)
     import psycopg
 
     with psycopg.connect(other, autocommit=True) as conn:

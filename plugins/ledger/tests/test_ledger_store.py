@@ -3,16 +3,11 @@ compaction, tool pairing, snapshots, and the errors for bad input (nothing writt
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
 
 from lamina import Message, TextPart, ToolCallPart, ToolResultPart, Usage
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def count(ledger: Ledger, table: str) -> int:

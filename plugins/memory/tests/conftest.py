@@ -12,6 +12,9 @@ from lamina_memory.service import MemoryService
 
 from lamina import Assembler
 from lamina.testing import make_assembler
+from lamina.testing.postgres import postgres_dsn
+
+__all__ = ["postgres_dsn"]  # the test session's PostgreSQL server (pgserver, with pgvector)
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -39,15 +42,3 @@ def make() -> Iterator[Any]:
     for asm, svc in made:
         asm.close()
         svc.close()
-
-
-@pytest.fixture(scope="session")
-def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real PostgreSQL with pgvector, started once per session by ``pgserver`` in a temp dir."""
-    import pgserver  # a test dependency: its absence is an error, not a skip
-
-    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()

@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from lamina_memory.pgstore import _redact
+from lamina_memory.db import display_name
 from lamina_memory.records import Chunk, Entity, EpisodicEvent, Pattern, Relation
 from lamina_memory.store import MemoryStoreError, open_store
+
+from lamina.testing.postgres import fresh_database
 
 T = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def db_url(pg_url: str) -> str:
-    """A fresh database per test on the session's server."""
-    import psycopg
-
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return pg_url.replace("/postgres?", f"/{name}?")
+def db_url(postgres_dsn: str) -> str:
+    """A fresh database per test on the session's server, with pgvector."""
+    return fresh_database(postgres_dsn, extensions=("vector",))
 
 
 def test_round_trip_and_versions(db_url: str) -> None:
@@ -99,23 +95,23 @@ def test_unreachable_server_is_a_clear_error() -> None:
 
 
 def test_password_is_redacted() -> None:
-    assert _redact("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
-    assert _redact("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert display_name("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert display_name("postgresql://u@h/db") == "postgresql://u@h/db"
 
 
 def test_dense_search_uses_pgvector_and_agrees_with_the_in_memory_matrix(
     db_url: str, make: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lamina_memory.pgstore import PostgresStore
+    from lamina_memory.store import SQLStore
 
     calls: list[int] = []
-    real = PostgresStore.nearest
+    real = SQLStore.nearest
 
-    def spy(self: PostgresStore, vector: Any, k: int) -> list[tuple[str, float]]:
+    def spy(self: SQLStore, vector: Any, k: int) -> list[tuple[str, float]]:
         calls.append(k)
         return real(self, vector, k)
 
-    monkeypatch.setattr(PostgresStore, "nearest", spy)
+    monkeypatch.setattr(SQLStore, "nearest", spy)
     chunks = [
         Chunk(id="c1", text="the car is parked in bay four"),  # no word in common with the ask
         Chunk(id="c2", text="lunch is served at noon"),

@@ -1,11 +1,10 @@
 """A ledger history as ``session``-layer blocks: one block per message, ``group`` = turn id
-(so a tool call and its result are kept or dropped together), exact token counts attached."""
+(so a tool call and its result are kept or dropped together), exact token counts attached
+with the name of the tokenizer that made them."""
 
 from __future__ import annotations
 
-import json
-
-from lamina import SESSION, Block, Message, Provenance, TextPart, ToolCallPart, ToolResultPart
+from lamina import SESSION, Block, Message, Provenance, count_parts
 from lamina_ledger.records import History, Turn
 from lamina_ledger.settings import LedgerSettings
 from lamina_ledger.summarizer import SUMMARY_KEY
@@ -14,23 +13,16 @@ PREFIX = "ledger:"
 
 
 def _weight(message: Message) -> int:
-    """A message's size in characters, the way the kernel counts its parts."""
-    n = 0
-    for p in message.content:
-        if isinstance(p, TextPart):
-            n += len(p.text)
-        elif isinstance(p, ToolResultPart):
-            n += len(p.content)
-        elif isinstance(p, ToolCallPart):
-            n += len(p.name) + len(json.dumps(p.arguments, sort_keys=True, ensure_ascii=False))
-        else:
-            n += 4096
-    return max(n, 1)
+    """A message's size in characters, by the kernel's rules for its parts."""
+    return max(count_parts(message.content, len), 1)
 
 
-def message_tokens(turn: Turn) -> list[int | None]:
+def message_tokens(turn: Turn, tokenizer: str | None = None) -> list[int | None]:
     """Exact tokens per message: stored per message, else the turn's ``total_tokens`` split
-    in proportion to size (the turn's sum stays exact), else unknown (``None``)."""
+    in proportion to size (the turn's sum stays exact), else unknown (``None``). With
+    ``tokenizer``, counts another tokenizer made are unknown too."""
+    if tokenizer is not None and turn.counted_by != tokenizer:
+        return [None] * len(turn.messages)
     stored = list(turn.message_tokens)
     if stored and all(t is not None for t in stored):
         return stored
@@ -77,6 +69,7 @@ def turn_blocks(turn: Turn, plugin: str) -> list[Block]:
                 role=m.role,
                 group=turn.id,
                 token_count=tokens,
+                counted_by=turn.counted_by if tokens is not None else None,
                 provenance=Provenance(
                     plugin=plugin,
                     source_id=f"{turn.id}:{i}",

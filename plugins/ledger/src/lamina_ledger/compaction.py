@@ -6,27 +6,21 @@ existing is edited or deleted; the summary and the new first-kept turn are a new
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from attrs import frozen
 
-from lamina import (
-    Block,
-    Message,
-    Summarizer,
-    TextPart,
-    Tokenizer,
-    ToolCallPart,
-    ToolResultPart,
-)
+from lamina import Block, Message, Summarizer, Tokenizer, ToolCallPart, ToolResultPart, count_parts
 from lamina_ledger.blocks import message_tokens, summary_block, summary_text, turn_blocks
+from lamina_ledger.errors import LedgerConflict
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.records import History, Trigger, Turn
 from lamina_ledger.settings import LedgerSettings
 
 #: The least a summary is given, however small the budget.
 MIN_SUMMARY_TOKENS = 64
+#: How often a compaction is made again after the session moved to another branch meanwhile.
+ATTEMPTS = 3
 
 
 @frozen(kw_only=True)
@@ -43,25 +37,13 @@ class CompactionResult:
 
 
 def message_size(message: Message, tokenizer: Tokenizer) -> int:
-    """Tokens of a message's parts, counted the way the kernel counts history."""
-    n = 0
-    for p in message.content:
-        if isinstance(p, TextPart):
-            n += tokenizer.count(p.text)
-        elif isinstance(p, ToolResultPart):
-            n += tokenizer.count(p.content)
-        elif isinstance(p, ToolCallPart):
-            n += tokenizer.count(p.name) + tokenizer.count(
-                json.dumps(p.arguments, sort_keys=True, ensure_ascii=False)
-            )
-        else:
-            n += 1024
-    return n
+    """Tokens of a message's parts, by the kernel's rules (``lamina.count_parts``)."""
+    return count_parts(message.content, tokenizer.count)
 
 
 def turn_size(turn: Turn, tokenizer: Tokenizer, overhead: int) -> int:
-    """A turn's tokens in history: exact counts from the ledger where present."""
-    exact = message_tokens(turn)
+    """A turn's tokens in history: the ledger's exact counts where this tokenizer made them."""
+    exact = message_tokens(turn, tokenizer.name)
     return sum(
         (t if t is not None else message_size(m, tokenizer)) + overhead
         for m, t in zip(turn.messages, exact, strict=True)
@@ -117,26 +99,72 @@ def compact_history(
     overhead: int = 0,
     trigger: Trigger = "manual",
     plugin: str = "ledger",
+    pinned: bool = False,
 ) -> CompactionResult | None:
     """Summarize the oldest turns of ``history`` so the rest fits ``history_budget`` tokens
-    (summary included) and append the compaction. ``None``: nothing could be summarized."""
+    (summary included) and append the compaction. ``None``: nothing could be summarized.
+
+    The compaction goes on top of the session's head when it is written (turns appended since
+    ``history`` was read are kept after it); when the head moved to another branch meanwhile,
+    the history is read again and the compaction made again. ``pinned``: ``history`` was read
+    at a chosen turn (a branch), and the compaction goes right after that turn."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _compact_once(
+                ledger,
+                history,
+                _Plan(
+                    history_budget=history_budget,
+                    settings=settings,
+                    summarizer=summarizer,
+                    tokenizer=tokenizer,
+                    overhead=overhead,
+                    trigger=trigger,
+                    plugin=plugin,
+                ),
+                pinned=pinned,
+            )
+        except LedgerConflict:
+            if attempt == ATTEMPTS:
+                raise
+            history = ledger.history(history.session)
+    raise AssertionError("unreachable")
+
+
+@frozen(kw_only=True)
+class _Plan:
+    """What a compaction is asked to do, whatever history it is made from."""
+
+    history_budget: int
+    settings: LedgerSettings
+    summarizer: Summarizer
+    tokenizer: Tokenizer
+    overhead: int
+    trigger: Trigger
+    plugin: str
+
+
+def _compact_once(
+    ledger: Ledger, history: History, plan: _Plan, *, pinned: bool
+) -> CompactionResult | None:
+    settings, tokenizer, overhead = plan.settings, plan.tokenizer, plan.overhead
     turns = list(history.turns)
     sizes = [turn_size(t, tokenizer, overhead) for t in turns]
-    allowance = max(MIN_SUMMARY_TOKENS, min(settings.summary_tokens, history_budget // 4))
-    previous = summary_block(history, settings, plugin)
+    allowance = max(MIN_SUMMARY_TOKENS, min(settings.summary_tokens, plan.history_budget // 4))
+    previous = summary_block(history, settings, plan.plugin)
     previous_tokens = tokenizer.count(previous.body) + overhead if previous is not None else 0
     k = choose_cut(
         sizes,
         valid_cuts(turns),
-        max(0, history_budget - allowance - overhead),
+        max(0, plan.history_budget - allowance - overhead),
         settings.minimum_turns,
     )
     if k is None:
         return None
     blocks: list[Block] = [previous] if previous is not None else []
     for t in turns[:k]:
-        blocks += turn_blocks(t, plugin)
-    summary = summarizer.summarize(blocks, allowance, tokenizer)
+        blocks += turn_blocks(t, plan.plugin)
+    summary = plan.summarizer.summarize(blocks, allowance, tokenizer)
     after = tokenizer.count(summary_text(summary, settings)) + overhead + sum(sizes[k:])
     before = previous_tokens + sum(sizes)
     first_kept = turns[k].id if k < len(turns) else None
@@ -146,9 +174,10 @@ def compact_history(
         first_kept,
         tokens_before=before,
         tokens_after=after,
-        trigger=trigger,
-        summarizer=summarizer.name,
-        parent_turn_id=history.head_turn_id,
+        trigger=plan.trigger,
+        summarizer=plan.summarizer.name,
+        parent_turn_id=history.head_turn_id if pinned else None,
+        expected_head=None if pinned else history.head_turn_id,
     )
     return CompactionResult(
         turn_id=turn_id,
@@ -157,5 +186,5 @@ def compact_history(
         kept_turns=len(turns) - k,
         tokens_before=before,
         tokens_after=after,
-        trigger=trigger,
+        trigger=plan.trigger,
     )

@@ -3,6 +3,7 @@ reads, write transactions, versioned migrations and errors that say what went wr
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -15,6 +16,8 @@ from lamina_ledger.schema import APPLICATION, CREATE_META, MIGRATIONS, SCHEMA_VE
 
 #: Serializes concurrent migrations on one PostgreSQL database.
 _PG_MIGRATION_LOCK = 7_423_013_001
+#: The oldest schema version a reader can read without migrating it.
+READABLE_FROM = 1
 
 
 def is_postgres(target: str) -> bool:
@@ -60,6 +63,7 @@ class Database:
     def __init__(self, conn: Any, *, dialect: str, name: str, readonly: bool) -> None:
         self.conn, self.dialect, self.name, self.readonly = conn, dialect, name, readonly
         self.depth = 0  # nesting of write(): inner blocks join the outer transaction
+        self.schema_version = SCHEMA_VERSION  # what the open found (a reader may find older)
 
     # -- opening -------------------------------------------------------------------------
 
@@ -204,6 +208,18 @@ class Database:
             self.depth = 0
         self.execute("COMMIT")
 
+    def serialize(self, key: str) -> None:
+        """Inside ``write()``: wait until no other transaction holds ``key``, then hold it to
+        the end of this one, so writers of one key (a session) take turns. SQLite's
+        ``BEGIN IMMEDIATE`` already serializes every writer of the file; PostgreSQL takes a
+        transaction-scoped advisory lock."""
+        if self.dialect != "postgres":
+            return
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        self.execute(
+            "SELECT pg_advisory_xact_lock(?)", (int.from_bytes(digest, "big", signed=True),)
+        )
+
     # -- schema --------------------------------------------------------------------------
 
     def tables(self) -> set[str]:
@@ -249,7 +265,8 @@ class Database:
                 f"supports ({SCHEMA_VERSION}); upgrade lamina-ledger",
                 database=self.name,
             )
-        if version == SCHEMA_VERSION:
+        self.schema_version = version
+        if version == SCHEMA_VERSION or (self.readonly and version >= READABLE_FROM):
             return
         if self.readonly:
             raise LedgerError(
@@ -282,3 +299,4 @@ class Database:
                 "UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'",
                 (str(SCHEMA_VERSION),),
             )
+        self.schema_version = SCHEMA_VERSION

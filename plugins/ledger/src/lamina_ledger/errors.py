@@ -1,4 +1,4 @@
-"""The one error the ledger raises: it names the session, the turn and the cause."""
+"""The ledger's errors: each names the database, the session, the turn and the cause."""
 
 from __future__ import annotations
 
@@ -29,3 +29,37 @@ class LedgerError(LaminaError):
             if x
         ]
         super().__init__(f"{', '.join(where)}: {cause}" if where else cause)
+
+    def located(
+        self, *, session: str | None, turn: str | None, database: str | None
+    ) -> LedgerError:
+        """The same error (same class) naming the session, turn and database it lacked."""
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        LedgerError.__init__(
+            new,
+            self.cause,
+            session=self.session if self.session is not None else session,
+            turn=self.turn if self.turn is not None else turn,
+            database=self.database if self.database is not None else database,
+        )
+        return new
+
+
+class LedgerConflict(LedgerError):
+    """A write that raced another writer of the session and lost; nothing was written and the
+    caller may read the session again and retry."""
+
+
+class TranscriptError(LedgerError):
+    """A transcript that cannot be imported: names the file, the line and the field; nothing
+    was written. Bad input, so the CLI exits with status 2."""
+
+    exit_code = 2
+
+    def __init__(
+        self, cause: str, *, session: str, file: str, line: int, field: str | None = None
+    ) -> None:
+        self.file, self.line, self.field = file, line, field
+        where = f"{file}:{line}" + (f": field {field!r}" if field else "")
+        super().__init__(f"{where}: {cause}", session=session)

@@ -18,7 +18,8 @@ class Turn:
     """One turn as stored: its messages, its place in the ancestry and the provider's usage.
 
     ``total_tokens`` is the exact size of the turn's messages in history (what assembly uses
-    instead of tokenizing); ``usage`` is what the provider reported for the request that made it.
+    instead of tokenizing) as ``counted_by`` (a tokenizer's name) counts them; ``usage`` is what
+    the provider reported for the request that made it.
     """
 
     id: str
@@ -30,6 +31,7 @@ class Turn:
     model: str | None = None
     provider: str | None = None
     total_tokens: int | None = None
+    counted_by: str | None = None
     usage: Usage | None = None
     started_at: str = ""
     completed_at: str | None = None
@@ -62,7 +64,7 @@ class History:
 
 @frozen(kw_only=True)
 class Stats:
-    """Totals over a session's ancestry (seed 000, open question 4: is the cache hitting?)."""
+    """Totals over a session's ancestry: is the provider's prompt cache hitting?"""
 
     session: str
     turns: int

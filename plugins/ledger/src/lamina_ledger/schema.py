@@ -57,6 +57,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at TEXT NOT NULL
         )""",
     ),
+    (
+        # The tokenizer that made a turn's stored counts (total_tokens, messages.token_count):
+        # assembly trusts them only for that tokenizer.
+        "ALTER TABLE turns ADD COLUMN counted_by TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -192,6 +192,7 @@ class LedgerSession:
             provider=fields.pop("provider", provider),
             total_tokens=sum(counts) if tokenizer.exact else None,
             message_tokens=counts if tokenizer.exact else None,
+            counted_by=tokenizer.name if tokenizer.exact else None,
             **fields,
         )
 
@@ -232,6 +233,7 @@ class LedgerSession:
             overhead=resolved.info.message_overhead,
             trigger=trigger,
             plugin=self.plugin,
+            pinned=request.parent_turn_id is not None,
         )
         if result is not None:
             self.compactions.append(result)
