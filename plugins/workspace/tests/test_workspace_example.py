@@ -8,7 +8,6 @@ from pathlib import Path
 
 from attrs import evolve
 from lamina_workspace import plugin as workspace_plugin
-from workspace_helpers import config_for, write
 
 from lamina import load_config
 from lamina.reporting import report_document
@@ -17,7 +16,7 @@ from lamina.testing import make_assembler
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "workspace" / "lamina.toml"
 
 
-def test_example_assembles_in_seed_order_with_its_report():
+def test_example_assembles_in_the_designed_order_with_its_report():
     import lamina_nexus.plugin as nexus
 
     # The example's session history comes from the ledger plugin; tests/test_demo.py covers
@@ -53,7 +52,9 @@ def test_example_assembles_in_seed_order_with_its_report():
     assert ctx.report.warnings == ()
 
 
-def test_changing_context_files_leaves_the_cached_prefix_alone(workspace, assembler):
+def test_changing_context_files_leaves_the_cached_prefix_alone(
+    workspace, assembler, config_for, write
+):
     write(
         workspace,
         "working-set.yml",

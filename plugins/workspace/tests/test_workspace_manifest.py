@@ -18,7 +18,7 @@ from lamina_workspace.manifest import (
 
 from lamina import ConfigError
 
-SEED_MANIFEST = """\
+PROTOCOL_MANIFEST = """\
 # working-set.yml
 protocol: CONTEXT-ASSEMBLY/0.1
 budget:
@@ -58,8 +58,8 @@ def parse(text: str):  # type: ignore[no-untyped-def]
     return parse_manifest(load_document(text, "working-set.yml"), "working-set.yml")
 
 
-def test_the_seed_manifest_parses():
-    m = parse(SEED_MANIFEST)
+def test_the_protocols_example_manifest_parses():
+    m = parse(PROTOCOL_MANIFEST)
     assert m.protocol == "CONTEXT-ASSEMBLY/0.1"
     assert m.budget == Budget(max_tokens=28000, reserved_for_response=4000, effective=24000)
     assert [(f.path, f.priority, f.role, f.truncate_strategy, f.max_lines) for f in m.files] == [
@@ -81,7 +81,7 @@ def test_defaults_and_effective_from_max_minus_reserve():
 
 
 def test_out_of_range_priority_names_line_and_key():
-    text = SEED_MANIFEST.replace("priority: 0.8", "priority: 1.5")
+    text = PROTOCOL_MANIFEST.replace("priority: 0.8", "priority: 1.5")
     with pytest.raises(ManifestError) as info:
         parse(text)
     assert str(info.value) == (
@@ -122,9 +122,9 @@ def test_out_of_range_priority_names_line_and_key():
 )
 def test_schema_errors_name_line_and_key(change, line, key, message):
     old, new = change
-    assert old in SEED_MANIFEST
+    assert old in PROTOCOL_MANIFEST
     with pytest.raises(ManifestError) as info:
-        parse(SEED_MANIFEST.replace(old, new, 1))
+        parse(PROTOCOL_MANIFEST.replace(old, new, 1))
     assert info.value.line == line
     assert info.value.key == key
     assert message in str(info.value)
@@ -153,7 +153,7 @@ def test_duplicate_yaml_keys_are_an_error():
 
 def test_missing_manifest_file(tmp_path: Path):
     with pytest.raises(ManifestError, match=r"ws\.yml: working-set manifest not found"):
-        read_manifest(tmp_path / "nope.yml", "ws.yml")
+        read_manifest(tmp_path, "ws.yml")
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))

@@ -5,13 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from lamina_workspace import plugin as workspace_plugin
 from lamina_workspace.settings import Settings
 from lamina_workspace.system_prompt import MANAGER_RULES, WORKER_RULES, SystemSources
-from workspace_helpers import AGENTS, SOUL, config_for, write
 
 from lamina import ConfigError, LaminaConfig
 from lamina.testing import make_assembler
@@ -46,13 +44,15 @@ arch: x86_64
 {MANAGER_RULES}"""
 
 
-def test_manager_system_prompt_is_exactly_the_sources_in_fixed_order(workspace, assembler):
+def test_manager_system_prompt_is_exactly_the_sources_in_fixed_order(
+    workspace, assembler, config_for
+):
     a = assembler(config_for(workspace))
     ctx = a.assemble(a.request("hello", role="manager"))
     assert ctx.system_prompt == MANAGER_PROMPT
 
 
-def test_system_prompt_is_byte_stable_across_turns(workspace, assembler):
+def test_system_prompt_is_byte_stable_across_turns(workspace, assembler, config_for):
     a = assembler(config_for(workspace))
     first = a.assemble(
         a.request("turn one", role="manager", time=datetime(2026, 1, 1, 9, tzinfo=UTC))
@@ -70,7 +70,7 @@ def test_system_prompt_is_byte_stable_across_turns(workspace, assembler):
     assert "2026" not in first.system_prompt  # no timestamps in the cached prefix
 
 
-def test_system_prompt_changes_when_a_source_changes(workspace, assembler):
+def test_system_prompt_changes_when_a_source_changes(workspace, assembler, config_for):
     a = assembler(config_for(workspace))
     before = a.assemble(a.request("x", role="manager")).system_prompt
     agents = workspace / "AGENTS.md"
@@ -82,7 +82,9 @@ def test_system_prompt_changes_when_a_source_changes(workspace, assembler):
     assert after != before
 
 
-def test_worker_gets_task_rules_inherited_persona_and_no_runtime_or_messaging(workspace, assembler):
+def test_worker_gets_task_rules_inherited_persona_and_no_runtime_or_messaging(
+    workspace, assembler, config_for, write
+):
     write(workspace, "personas/scout/SOUL.md", "You are Scout.\n")
     a = assembler(config_for(workspace))
     ctx = a.assemble(
@@ -132,7 +134,7 @@ You are Atlas, calm and precise.
     assert "Platform" not in text and "Available actions" not in text
 
 
-def test_manager_gets_platform_actions_in_the_event(workspace, assembler):
+def test_manager_gets_platform_actions_in_the_event(workspace, assembler, config_for):
     a = assembler(config_for(workspace))
     ctx = a.assemble(
         a.request("hi", role="manager", platform="slack", platform_actions=("reply", "react"))
@@ -141,19 +143,19 @@ def test_manager_gets_platform_actions_in_the_event(workspace, assembler):
     assert "Platform: slack\nAvailable actions: reply, react" in text
 
 
-def test_unified_gets_runtime_but_no_manager_messaging_rules(workspace, assembler):
+def test_unified_gets_runtime_but_no_manager_messaging_rules(workspace, assembler, config_for):
     a = assembler(config_for(workspace))
     prompt = a.assemble(a.request("hi", role="unified")).system_prompt
     assert prompt == MANAGER_PROMPT.split("\n\n## Messaging")[0]
 
 
-def test_worker_without_a_task_is_a_clear_error(workspace, assembler):
+def test_worker_without_a_task_is_a_clear_error(workspace, assembler, config_for):
     a = assembler(config_for(workspace))
     with pytest.raises(ConfigError, match=r"worker's system prompt needs its task"):
         a.assemble(a.request("go", role="worker"))
 
 
-def test_missing_required_file_names_the_file_and_key(workspace, assembler):
+def test_missing_required_file_names_the_file_and_key(workspace, assembler, config_for):
     (workspace / "AGENTS.md").unlink()
     a = assembler(config_for(workspace))
     with pytest.raises(ConfigError) as info:
@@ -164,7 +166,7 @@ def test_missing_required_file_names_the_file_and_key(workspace, assembler):
     assert "no such file" in message
 
 
-def test_missing_optional_files_are_fine(workspace, assembler):
+def test_missing_optional_files_are_fine(workspace, assembler, config_for):
     (workspace / "IDENTITY.md").unlink()
     (workspace / "personas/atlas/IDENTITY.md").unlink()
     a = assembler(config_for(workspace))
@@ -173,21 +175,21 @@ def test_missing_optional_files_are_fine(workspace, assembler):
     assert "## Who you are" in prompt
 
 
-def test_required_list_makes_an_optional_file_required(workspace, assembler):
+def test_required_list_makes_an_optional_file_required(workspace, assembler, config_for):
     (workspace / "IDENTITY.md").unlink()
     a = assembler(config_for(workspace, required=["agents", "soul", "user_identity"]))
     with pytest.raises(ConfigError, match=r"key plugins\.workspace\.user_identity"):
         a.assemble(a.request("x"))
 
 
-def test_source_path_outside_the_root_is_refused(workspace, assembler, tmp_path):
+def test_source_path_outside_the_root_is_refused(workspace, assembler, tmp_path, config_for, write):
     write(tmp_path, "outside.md", "secret rules")
     a = assembler(config_for(workspace, agents="../outside.md"))
     with pytest.raises(ConfigError, match=r"'\.\.' is refused"):
         a.assemble(a.request("x"))
 
 
-def test_symlinked_source_leading_out_is_refused(workspace, assembler, tmp_path):
+def test_symlinked_source_leading_out_is_refused(workspace, assembler, tmp_path, config_for, write):
     write(tmp_path, "outside.md", "secret rules")
     (workspace / "AGENTS.md").unlink()
     (workspace / "AGENTS.md").symlink_to(tmp_path / "outside.md")
@@ -196,7 +198,7 @@ def test_symlinked_source_leading_out_is_refused(workspace, assembler, tmp_path)
         a.assemble(a.request("x"))
 
 
-def test_bad_persona_in_request_is_refused(workspace, assembler):
+def test_bad_persona_in_request_is_refused(workspace, assembler, config_for):
     a = assembler(config_for(workspace))
     with pytest.raises(ConfigError, match=r"persona must be a plain folder name"):
         a.assemble(a.request("x", metadata={"persona": "../atlas"}))
@@ -212,20 +214,36 @@ def test_context_json_records_source_hashes_and_persona(workspace):
     )
     meta = {b.id: b.provenance.metadata.get("context_json") for b in blocks}
     assert meta["workspace:agents"] == {
-        "workspace": {"agentsMdHash": hashlib.sha256(AGENTS.encode()).hexdigest(), "version": 2}
+        "workspace": {
+            "agentsMdHash": hashlib.sha256((workspace / "AGENTS.md").read_bytes()).hexdigest(),
+            "version": 2,
+        }
     }
     assert meta["persona:soul"] == {
-        "persona": {"id": "atlas", "soulHash": hashlib.sha256(SOUL.encode()).hexdigest()}
+        "persona": {
+            "id": "atlas",
+            "soulHash": hashlib.sha256(
+                (workspace / "personas/atlas/SOUL.md").read_bytes()
+            ).hexdigest(),
+        }
     }
     assert {b.id: b.provenance.path for b in blocks}["persona:soul"] == "personas/atlas/SOUL.md"
 
 
-def test_assembled_context_carries_the_system_prompts_context_json(workspace, assembler):
+def test_assembled_context_carries_the_system_prompts_context_json(
+    workspace, assembler, config_for
+):
     a = assembler(config_for(workspace))
     merged = a.assemble(a.request("x")).system_context_json
-    assert merged["workspace"]["agentsMdHash"] == hashlib.sha256(AGENTS.encode()).hexdigest()
+    assert (
+        merged["workspace"]["agentsMdHash"]
+        == hashlib.sha256((workspace / "AGENTS.md").read_bytes()).hexdigest()
+    )
     assert merged["persona"]["id"] == "atlas"
-    assert merged["persona"]["soulHash"] == hashlib.sha256(SOUL.encode()).hexdigest()
+    assert (
+        merged["persona"]["soulHash"]
+        == hashlib.sha256((workspace / "personas/atlas/SOUL.md").read_bytes()).hexdigest()
+    )
 
 
 def test_plugin_without_config_section_is_inert():
@@ -240,14 +258,14 @@ def test_plugin_without_config_section_is_inert():
 def test_unchanged_sources_are_not_re_read(workspace, monkeypatch):
     from lamina_workspace import files
 
-    calls: list[Path] = []
-    real = files.read_text
+    calls: list[str] = []
+    real = files.read_open
 
-    def counting(path: Path, **kw):  # type: ignore[no-untyped-def]
-        calls.append(path)
-        return real(path, **kw)
+    def counting(fd: int, size: int, **kw):  # type: ignore[no-untyped-def]
+        calls.append(kw["shown"])
+        return real(fd, size, **kw)
 
-    monkeypatch.setattr(files, "read_text", counting)
+    monkeypatch.setattr(files, "read_open", counting)
     sources = SystemSources(LaminaConfig(), Settings(root=str(workspace), persona="atlas"), "ws")
     req = make_assembler().request("x")
     list(sources.blocks(req))

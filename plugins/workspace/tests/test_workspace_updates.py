@@ -10,16 +10,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from lamina_workspace.updates import (
-    UpdateError,
-    Workspace,
+from lamina_workspace.orchestrator import (
     add_tool_output,
-    apply_updates,
     bump_referenced,
     demote_unused,
     remove_old_tool_outputs,
 )
-from workspace_helpers import write
+from lamina_workspace.updates import UpdateError, apply_updates
+from lamina_workspace.where import Workspace
 
 NOW = datetime(2026, 1, 14, 10, 0, tzinfo=UTC)
 
@@ -46,15 +44,13 @@ metadata:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
+def ws(tmp_path: Path, write) -> Workspace:  # type: ignore[no-untyped-def]
     root = tmp_path / "ws"
     write(root, "working-set.yml", MANIFEST)
     write(root, "rules.md", "rules\n")
     write(root, "src/main.py", "print(1)\n")
     write(root, "docs/new.md", "notes\n")
-    return Workspace(
-        root=root, manifest=root / "working-set.yml", log=root / ".lamina" / "changes.jsonl"
-    )
+    return Workspace(root=root, manifest="working-set.yml", log=".lamina/changes.jsonl")
 
 
 def test_model_updates_preserve_comments_order_and_quoting(ws: Workspace):
@@ -72,7 +68,7 @@ def test_model_updates_preserve_comments_order_and_quoting(ws: Workspace):
         now=NOW,
     )
     assert (
-        ws.manifest.read_text("utf-8")
+        ws.manifest_path.read_text("utf-8")
         == """\
 # Our working set — keep it small.
 protocol: CONTEXT-ASSEMBLY/0.1
@@ -106,7 +102,7 @@ def test_remove_keeps_the_other_entries_and_their_comments(ws: Workspace):
         [{"action": "remove_from_working_set", "path": "src/main.py", "why": "task complete"}],
         now=NOW,
     )
-    text = ws.manifest.read_text("utf-8")
+    text = ws.manifest_path.read_text("utf-8")
     assert "src/main.py" not in text
     assert "# Our working set — keep it small.\n" in text
     assert "    priority: 1.0          # highest\n" in text
@@ -125,7 +121,7 @@ def test_changes_are_appended_to_the_log(ws: Workspace):
         actor="orchestrator",
         now=NOW,
     )
-    lines = [json.loads(x) for x in ws.log.read_text("utf-8").splitlines()]
+    lines = [json.loads(x) for x in ws.log_path.read_text("utf-8").splitlines()]
     assert lines == [
         {
             "action": "adjust_priority",
@@ -187,11 +183,11 @@ def test_changes_are_appended_to_the_log(ws: Workspace):
 def test_bad_updates_are_refused_and_change_nothing(ws: Workspace, action, message):
     with pytest.raises(UpdateError, match=message.replace(".", r"\.").replace("(", r"\(")):
         apply_updates(ws, [action], now=NOW)
-    assert ws.manifest.read_text("utf-8") == MANIFEST
-    assert not ws.log.exists()
+    assert ws.manifest_path.read_text("utf-8") == MANIFEST
+    assert not ws.log_path.exists()
 
 
-def test_binary_file_cannot_be_added(ws: Workspace):
+def test_binary_file_cannot_be_added(ws: Workspace, write):
     write(ws.root, "blob.bin", b"\x00\x01\x02")
     with pytest.raises(UpdateError, match="binary file"):
         apply_updates(ws, [{"action": "add_to_working_set", "path": "blob.bin", "why": "x"}])
@@ -206,11 +202,11 @@ def test_updates_are_all_or_nothing(ws: Workspace):
                 {"action": "remove_from_working_set", "path": "gone.md", "why": "b"},
             ],
         )
-    assert ws.manifest.read_text("utf-8") == MANIFEST
-    assert not ws.log.exists()
+    assert ws.manifest_path.read_text("utf-8") == MANIFEST
+    assert not ws.log_path.exists()
 
 
-def test_concurrent_updates_all_land(ws: Workspace):
+def test_concurrent_updates_all_land(ws: Workspace, write):
     for i in range(8):
         write(ws.root, f"tool/out{i}.txt", f"output {i}\n")
 
@@ -222,29 +218,29 @@ def test_concurrent_updates_all_land(ws: Workspace):
         t.start()
     for t in threads:
         t.join()
-    text = ws.manifest.read_text("utf-8")
+    text = ws.manifest_path.read_text("utf-8")
     assert all(f'"tool/out{i}.txt"' in text for i in range(8))
-    assert len(ws.log.read_text("utf-8").splitlines()) == 8
+    assert len(ws.log_path.read_text("utf-8").splitlines()) == 8
     assert "# Our working set — keep it small." in text
 
 
-def test_orchestrator_tool_outputs_added_then_old_ones_removed(ws: Workspace):
+def test_orchestrator_tool_outputs_added_then_old_ones_removed(ws: Workspace, write):
     for i in range(3):
         path = write(ws.root, f"tool/run{i}.log", f"run {i}\n")
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
         add_tool_output(ws, f"tool/run{i}.log", now=NOW)
-    text = ws.manifest.read_text("utf-8")
+    text = ws.manifest_path.read_text("utf-8")
     assert (
         '  - path: "tool/run0.log"\n    priority: 0.3\n    role: "context"\n    truncate_strategy: "start"\n'
         in text
     )
     changes = remove_old_tool_outputs(ws, keep=1, now=NOW)
     assert [c.path for c in changes] == ["tool/run1.log", "tool/run0.log"]
-    text = ws.manifest.read_text("utf-8")
+    text = ws.manifest_path.read_text("utf-8")
     assert "tool/run2.log" in text and "tool/run1.log" not in text and "tool/run0.log" not in text
 
 
-def test_orchestrator_bumps_referenced_and_demotes_unused(ws: Workspace):
+def test_orchestrator_bumps_referenced_and_demotes_unused(ws: Workspace, write):
     write(ws.root, "a.md", "a\n")
     apply_updates(
         ws, [{"action": "add_to_working_set", "path": "a.md", "priority": 0.5, "why": "x"}]
@@ -306,14 +302,14 @@ def test_tool_calls_apply_updates_or_return_the_refusal(ws: Workspace):
     assert (text, error) == ("add_to_working_set docs/new.md: done", False)
     text, error = handle_tool_call(ws, "remove_from_working_set", {"path": "docs/new.md"})
     assert error and "needs a non-empty why" in text
-    assert '"docs/new.md"' in ws.manifest.read_text("utf-8")
-    assert json.loads(ws.log.read_text("utf-8"))["actor"] == "model"
+    assert '"docs/new.md"' in ws.manifest_path.read_text("utf-8")
+    assert json.loads(ws.log_path.read_text("utf-8"))["actor"] == "model"
 
 
 def test_mentioned_paths_finds_whole_paths_only(ws: Workspace):
     from lamina_workspace.manifest import read_manifest
     from lamina_workspace.tools import mentioned_paths
 
-    manifest = read_manifest(ws.manifest, ws.shown)
+    manifest = read_manifest(ws.root, ws.manifest)
     assert mentioned_paths(manifest, "The bug is in src/main.py, line 3.") == ["src/main.py"]
     assert mentioned_paths(manifest, "see lib/src/main.pyc and rules.md.bak") == []

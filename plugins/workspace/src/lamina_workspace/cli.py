@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import NoReturn, TextIO, cast
 
 import click
 
 from lamina import LaminaError, load_config
+from lamina_workspace.beneath import FileRefused, open_regular
+from lamina_workspace.files import read_open
+from lamina_workspace.manifest import read_manifest
+from lamina_workspace.settings import NAME
+from lamina_workspace.updates import Actor, apply_updates, parse_actions
+from lamina_workspace.where import Workspace, settings_of, workspace_of
 
 
 def _fail(exc: LaminaError) -> NoReturn:
@@ -16,20 +21,14 @@ def _fail(exc: LaminaError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
-def _workspace(config_path: str | None):  # type: ignore[no-untyped-def]
-    from lamina_workspace.plugin import NAME, manifest_location, settings_of
-    from lamina_workspace.system_prompt import workspace_root
-    from lamina_workspace.updates import Workspace
-
+def _workspace(config_path: str | None) -> Workspace:
     config = load_config(config_path)
     settings = settings_of(config)
     if settings is None or settings.working_set is None:
         raise LaminaError(
             f"{config.path or 'config'}: no working set configured (set plugins.{NAME}.working_set)"
         )
-    manifest, _shown = manifest_location(config, settings)
-    root = workspace_root(config, settings)
-    return Workspace(root=root, manifest=manifest, log=root / settings.change_log)
+    return workspace_of(config, settings)
 
 
 _config_option = click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False))
@@ -37,18 +36,16 @@ _config_option = click.option("--config", "-c", "config_path", type=click.Path(d
 
 @click.group("working-set")
 def working_set() -> None:
-    """The working-set manifest (seed 002): check it, update it, read its change log."""
+    """The working-set manifest (the working-set protocol): check it, update it, read its change log."""
 
 
 @working_set.command("check")
 @_config_option
 def check(config_path: str | None) -> None:
     """Validate working-set.yml and say which files it lists."""
-    from lamina_workspace.manifest import read_manifest
-
     try:
         ws = _workspace(config_path)
-        manifest = read_manifest(ws.manifest, ws.shown)
+        manifest = read_manifest(ws.root, ws.manifest)
     except LaminaError as exc:
         _fail(exc)
     click.echo(f"{ws.shown}: valid ({manifest.protocol}, {len(manifest.files)} files)")
@@ -68,12 +65,10 @@ def check(config_path: str | None) -> None:
 def apply(config_path: str | None, updates: TextIO, actor: str) -> None:
     """Apply add_to_working_set / remove_from_working_set / adjust_priority actions (YAML:
     one mapping, a list, or several documents), all or nothing."""
-    from lamina_workspace.updates import apply_updates, parse_actions
-
     text = updates.read()
     try:
         ws = _workspace(config_path)
-        changes = apply_updates(ws, parse_actions(text, "updates"), actor=actor)  # type: ignore[arg-type]
+        changes = apply_updates(ws, parse_actions(text, "updates"), actor=cast(Actor, actor))
     except LaminaError as exc:
         _fail(exc)
     for c in changes:
@@ -86,8 +81,12 @@ def log(config_path: str | None) -> None:
     """Print the append-only change log (JSON lines)."""
     try:
         ws = _workspace(config_path)
+        fd, st = open_regular(ws.root, ws.log)
+        text = read_open(fd, st.st_size, shown=ws.log).text
+    except FileRefused as exc:
+        if exc.reason == "no such file":
+            return
+        _fail(exc)
     except LaminaError as exc:
         _fail(exc)
-    path = Path(ws.log)
-    if path.exists():
-        click.echo(path.read_text("utf-8"), nl=False)
+    click.echo(text, nl=False)

@@ -1,9 +1,9 @@
-"""Reading workspace files safely: never outside the root, never binary, never more than needed.
+"""Reading workspace files as text: never outside the root, never binary, never more than needed.
 
-A path is refused when it is absolute, has a ``..`` component, or resolves (through symlinks)
-outside the workspace root; a file is refused when it is not a regular file, holds a NUL byte
-or is not UTF-8. Large files are read only as far as their truncation strategy needs: the
-head, the tail, or both.
+Files are opened through ``beneath`` (no component may lead outside the root, even while the
+path changes); a file is refused when it is not a regular file, holds a NUL byte or is not
+UTF-8. Large files are read only as far as their truncation strategy needs: the head, the
+tail, or both.
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
-import stat
 import threading
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import BinaryIO
 
 from attrs import frozen
 
-from lamina import LaminaError
+from lamina_workspace.beneath import FileRefused, open_regular
 
 #: How much of a file is sniffed for NUL bytes before it is read.
 SNIFF_BYTES = 8192
@@ -27,40 +26,6 @@ TAIL_MARKER = "[… {n} earlier lines not shown …]"
 PARTIAL_HEAD = "[… rest of the file ({size} bytes in all) not read …]"
 PARTIAL_TAIL = "[… start of the file ({size} bytes in all) not read …]"
 PARTIAL_MIDDLE = "[… middle of the file ({size} bytes in all) not read …]"
-
-
-class FileRefused(LaminaError):
-    """A path or file that may not be read into the context; ``reason`` says why."""
-
-    exit_code = 2
-
-    def __init__(self, path: str, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(f"{path}: {reason}")
-
-
-def check_relative(path: str) -> PurePosixPath:
-    """``path`` as a relative POSIX path, or ``FileRefused`` (empty, absolute, ``..``)."""
-    if not path or "\x00" in path or not path.strip():
-        raise FileRefused(path, "empty or invalid path")
-    if path.startswith("~") or PurePosixPath(path).is_absolute() or PureWindowsPath(path).anchor:
-        raise FileRefused(path, "absolute paths are refused; give a path inside the workspace root")
-    rel = PurePosixPath(path.replace("\\", "/"))
-    if ".." in rel.parts:
-        raise FileRefused(path, "'..' is refused: paths must stay inside the workspace root")
-    return rel
-
-
-def resolve_inside(root: Path, path: str) -> Path:
-    """The file ``path`` names under ``root``, after symlinks, or ``FileRefused`` when it
-    would lead outside the root."""
-    rel = check_relative(path)
-    base = root.resolve()
-    full = (base / rel).resolve()
-    if not full.is_relative_to(base):
-        raise FileRefused(path, f"resolves outside the workspace root (to {full})")
-    return full
 
 
 @frozen(kw_only=True)
@@ -72,22 +37,6 @@ class FileText:
     partial: bool = False
     lines_omitted: int = 0
     sha256: str = ""
-
-
-def _open_regular(path: Path, shown: str) -> tuple[int, os.stat_result]:
-    try:
-        fd = os.open(
-            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        )
-    except FileNotFoundError as exc:
-        raise FileRefused(shown, "no such file") from exc
-    except OSError as exc:
-        raise FileRefused(shown, f"cannot open: {exc.strerror}") from exc
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise FileRefused(shown, "not a regular file")
-    return fd, st
 
 
 def _decode(data: bytes, shown: str, *, head_cut: bool, tail_cut: bool) -> str:
@@ -108,18 +57,34 @@ def _decode(data: bytes, shown: str, *, head_cut: bool, tail_cut: bool) -> str:
 
 
 def read_text(
-    path: Path,
+    root: Path,
+    path: str,
+    *,
+    strategy: str = "never",
+    max_bytes: int | None = None,
+    max_lines: int | None = None,
+) -> FileText:
+    """Read the text file ``path`` beneath ``root``, at most ``max_bytes`` of it, keeping the
+    part ``strategy`` keeps (``end``: the head, ``start``: the tail, ``middle``: both);
+    ``max_lines`` then limits the lines the same way. ``never`` refuses a file it would have
+    to cut."""
+    fd, st = open_regular(root, path)
+    return read_open(
+        fd, st.st_size, shown=path, strategy=strategy, max_bytes=max_bytes, max_lines=max_lines
+    )
+
+
+def read_open(
+    fd: int,
+    size: int,
     *,
     shown: str,
     strategy: str = "never",
     max_bytes: int | None = None,
     max_lines: int | None = None,
 ) -> FileText:
-    """Read a text file, at most ``max_bytes`` of it, keeping the part ``strategy`` keeps
-    (``end``: the head, ``start``: the tail, ``middle``: both); ``max_lines`` then limits the
-    lines the same way. ``never`` refuses a file it would have to cut."""
-    fd, st = _open_regular(path, shown)
-    size = st.st_size
+    """``read_text`` for a descriptor already opened (and closed here); ``size`` is its size
+    when opened. A file that shrinks while it is read is read as far as it goes."""
     try:
         with os.fdopen(fd, "rb") as f:
             sniff = f.read(min(size, SNIFF_BYTES))
@@ -127,7 +92,7 @@ def read_text(
                 raise FileRefused(shown, "binary file (it contains NUL bytes)")
             if max_bytes is None or size <= max_bytes:
                 f.seek(0)
-                data = f.read()
+                data = f.read(size)  # not more than it held when opened
                 text = _decode(data, shown, head_cut=False, tail_cut=False)
                 partial = False
             elif strategy == "never":
@@ -195,30 +160,29 @@ def _limit_lines(text: str, max_lines: int | None, strategy: str, shown: str) ->
 
 
 class TextCache:
-    """Whole-file reads remembered by (path, mtime, size, inode), so unchanged workspace files
-    are not re-read every turn."""
+    """Whole-file reads remembered by (device, inode, mtime, size) of the file as opened, so
+    unchanged workspace files are not re-read every turn."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._seen: dict[str, tuple[tuple[int, int, int], FileText]] = {}
+        self._seen: dict[tuple[str, str], tuple[tuple[int, ...], FileText]] = {}
 
-    def read(self, path: Path, *, shown: str, max_bytes: int) -> FileText:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError as exc:
-            raise FileRefused(shown, "no such file") from exc
-        except OSError as exc:
-            raise FileRefused(shown, f"cannot read: {exc.strerror}") from exc
-        signature = (st.st_mtime_ns, st.st_size, st.st_ino)
+    def read(self, root: Path, path: str, *, max_bytes: int) -> FileText:
+        """The text of ``path`` beneath ``root`` (``FileRefused`` over ``max_bytes``)."""
+        fd, st = open_regular(root, path)
+        key = (str(root), path)
+        signature = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
         with self._lock:
-            known = self._seen.get(str(path))
+            known = self._seen.get(key)
         if known is not None and known[0] == signature:
+            os.close(fd)
             return known[1]
         if st.st_size > max_bytes:
+            os.close(fd)
             raise FileRefused(
-                shown, f"{st.st_size} bytes is more than the {max_bytes} allowed for it"
+                path, f"{st.st_size} bytes is more than the {max_bytes} allowed for it"
             )
-        text = read_text(path, shown=shown)
+        text = read_open(fd, st.st_size, shown=path)
         with self._lock:
-            self._seen[str(path)] = (signature, text)
+            self._seen[key] = (signature, text)
         return text

@@ -1,4 +1,4 @@
-"""``working-set.yml`` (seed 002): the schema, read with ruamel.yaml so every error names the
+"""``working-set.yml`` (the working-set protocol): the schema, read with ruamel.yaml so every error names the
 line and the key, and the document kept round-trip so updates preserve comments and order."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from typing import Any, Literal, NoReturn
 from attrs import field, frozen
 
 from lamina import ConfigError
+from lamina_workspace.beneath import FileRefused
+from lamina_workspace.files import read_text
 
 PROTOCOL = "CONTEXT-ASSEMBLY/0.1"
 _PROTOCOL_RE = re.compile(r"CONTEXT-ASSEMBLY/0\.\d+")
@@ -20,6 +22,8 @@ ASSEMBLERS = ("model", "orchestrator", "user")
 TOP_KEYS = ("protocol", "budget", "files", "metadata")
 FILE_KEYS = ("path", "priority", "role", "truncate_strategy", "max_lines")
 BUDGET_KEYS = ("max_tokens", "reserved_for_response", "effective")
+#: A manifest larger than this is refused (it lists files; it does not hold them).
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 
 
 class ManifestError(ConfigError):
@@ -279,15 +283,15 @@ def _files(doc: Any, fail: Any) -> tuple[FileEntry, ...]:
     return tuple(out)
 
 
-def read_manifest(path: Path, shown: str) -> Manifest:
-    """Read and validate the manifest at ``path`` (``shown`` names it in errors)."""
+def read_manifest(root: Path, path: str) -> Manifest:
+    """Read and validate the manifest ``path`` beneath ``root`` (opened as every workspace
+    file is: never through a symlink leading out, never more than ``MAX_MANIFEST_BYTES``)."""
     try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError as exc:
-        raise ManifestError(
-            "working-set manifest not found", file=shown, line=None, key=None
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise ManifestError(f"cannot read: {reason}", file=shown, line=None, key=None) from exc
-    return parse_manifest(load_document(text, shown), shown)
+        text = read_text(root, path, max_bytes=MAX_MANIFEST_BYTES).text
+    except FileRefused as exc:
+        if exc.reason == "no such file":
+            raise ManifestError(
+                "working-set manifest not found", file=path, line=None, key=None
+            ) from exc
+        raise ManifestError(f"cannot read: {exc.reason}", file=path, line=None, key=None) from exc
+    return parse_manifest(load_document(text, path), path)

@@ -1,31 +1,33 @@
 """Hook implementations of the ``workspace`` plugin.
 
-Without a ``[plugins.workspace]`` section everything here is inert: no providers, and the
-assembly wrapper passes the request through untouched.
+Without a ``[plugins.workspace]`` section everything here is inert (its settings class says
+so): the kernel then calls neither its providers nor its assembly wrapper.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import click
 from attrs import evolve
 
 import lamina
 from lamina import (
     AssembledContext,
+    AssemblyCall,
     Block,
     LaminaConfig,
     LayerProvider,
     LayerSpec,
     ProviderContext,
-    structure,
 )
-from lamina_workspace.files import FileRefused, resolve_inside
+from lamina_workspace.beneath import printable
+from lamina_workspace.cli import working_set
 from lamina_workspace.manifest import read_manifest
-from lamina_workspace.settings import Settings
-from lamina_workspace.system_prompt import RUNTIME_LAYER, SystemSources, workspace_root
+from lamina_workspace.settings import NAME, Settings
+from lamina_workspace.system_prompt import RUNTIME_LAYER, SystemSources
+from lamina_workspace.where import workspace_of
 from lamina_workspace.working_set import (
     LAYER,
     SYSTEM_LAYER,
@@ -36,12 +38,6 @@ from lamina_workspace.working_set import (
     layer_for,
 )
 
-if TYPE_CHECKING:
-    import click
-
-    from lamina import AssemblyCall
-
-NAME = "workspace"
 #: The request metadata key through which the wrapper hands the working set to the provider.
 WORKING_SET_KEY = "lamina_workspace.working_set"
 
@@ -71,28 +67,6 @@ LAYERS = (
         description="working-set files: <developer>, <user>, <context path=…>",
     ),
 )
-
-
-def settings_of(config: LaminaConfig) -> Settings | None:
-    """This plugin's validated settings, or ``None`` when config has no section for it."""
-    raw = config.sections.get(NAME)
-    if raw is None:
-        return None
-    return structure(raw, Settings, file=config.path, what=f"settings of plugin {NAME!r}")
-
-
-def manifest_location(config: LaminaConfig, settings: Settings) -> tuple[Path, str]:
-    """The manifest's resolved path (inside the root) and its name as configured."""
-    assert settings.working_set is not None
-    root = workspace_root(config, settings)
-    try:
-        return resolve_inside(root, settings.working_set), settings.working_set
-    except FileRefused as exc:
-        raise lamina.ConfigError(
-            f"{settings.working_set}: {exc.reason}",
-            file=config.path,
-            key=f"plugins.{NAME}.working_set",
-        ) from exc
 
 
 # -- providers -------------------------------------------------------------------------------
@@ -152,13 +126,14 @@ def _working_set_provider() -> LayerProvider:
         if not isinstance(ws, WorkingSet):
             return
         for ex in ws.excluded:
+            shown = printable(ex.entry.path)  # a path the model chose: no line breaks
             ctx.exclude(
-                id=block_id(ex.entry.path),
+                id=block_id(shown),
                 layer=layer_for(ex.entry),
                 reason=f"refused: {ex.reason}",
-                path=ex.entry.path,
+                path=shown,
             )
-            ctx.warn(f"working set {ws.manifest_path}: {ex.entry.path} refused: {ex.reason}")
+            ctx.warn(f"working set {ws.manifest_path}: {shown} refused: {ex.reason}")
         yield from ws.blocks
 
     return LayerProvider(
@@ -185,8 +160,6 @@ def lamina_layers() -> tuple[LayerSpec, ...]:
 
 @lamina.hookimpl
 def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> list[LayerProvider]:
-    if NAME not in config.sections:
-        return []
     return [_system_provider(config, settings), _working_set_provider()]
 
 
@@ -195,35 +168,33 @@ def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledCo
     """Read the working set before the pipeline runs, so its budget can cap the request; the
     provider then yields its blocks and reports the files it refused."""
     config = call.config
-    settings = settings_of(config)
-    if settings is None or settings.working_set is None:
+    settings: Settings = call.settings(NAME)
+    if settings.working_set is None:
         result: AssembledContext = yield
         return result
-    path, shown = manifest_location(config, settings)
-    manifest = read_manifest(path, shown)
+    ws = workspace_of(config, settings)
+    manifest = read_manifest(ws.root, ws.manifest)
     request = call.request
     cap = manifest.budget.effective if manifest.budget else None
     limit = cap or request.max_tokens or config.budget.max_tokens
     if limit is None:
         limit = call.model_info().context_window
-    ws = build_working_set(
+    found = build_working_set(
         manifest,
-        manifest_path=shown,
-        root=workspace_root(config, settings),
+        manifest_path=ws.manifest,
+        root=ws.root,
         max_bytes=min(settings.max_read_bytes, limit * settings.bytes_per_token),
         plugin=NAME,
     )
-    changes: dict[str, Any] = {"metadata": {**request.metadata, WORKING_SET_KEY: ws}}
+    changes: dict[str, Any] = {"metadata": {**request.metadata, WORKING_SET_KEY: found}}
     if cap is not None:
         caps = [c for c in (cap, request.max_tokens, config.budget.max_tokens) if c is not None]
         changes["max_tokens"] = min(caps)
     call.request = evolve(request, **changes)
-    result: AssembledContext = yield
-    return result
+    done: AssembledContext = yield
+    return done
 
 
 @lamina.hookimpl
 def lamina_commands(cli: click.Group) -> None:
-    from lamina_workspace.cli import working_set
-
     cli.add_command(working_set)

@@ -6,6 +6,10 @@ import re
 
 from attrs import field, frozen, validators
 
+from lamina import inert_without_section
+
+#: The plugin's name: its entry point and its config section ``[plugins.workspace]``.
+NAME = "workspace"
 #: The sources a workspace may hold; ``required`` names those that must exist.
 SOURCES = ("agents", "user_identity", "soul", "identity", "permissions")
 _PERSONA_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -29,7 +33,7 @@ def _persona(_inst: object, _attr: object, value: str) -> None:
 
 @frozen(kw_only=True)
 class BootSettings:
-    """The boot header of seed 002 (printed first when a working set is configured)."""
+    """The working-set protocol's boot header (printed first when a working set is configured)."""
 
     enabled: bool = True
     constitution: str | None = None
@@ -40,9 +44,11 @@ class BootSettings:
     tool_contract: str | None = "All calls require `why`"
 
 
+@inert_without_section
 @frozen(kw_only=True)
 class Settings:
-    """Every path is relative to ``root``, which is relative to the config file."""
+    """Every path is relative to ``root``, which is relative to the config file. Without its
+    section the plugin is inert (no providers, no assembly wrapper)."""
 
     root: str = "."
     agents: str = "AGENTS.md"

@@ -1,4 +1,4 @@
-"""The static system-prompt blocks of seed 000: workspace rules, user identity, persona, runtime
+"""The static system-prompt blocks of the Broker design: workspace rules, user identity, persona, runtime
 info and the role-specific parts (manager messaging rules; a worker's task and rules).
 
 Every block is built from file contents and settings only, in a fixed order with no
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from lamina import PERSONA, WORKSPACE, AssemblyRequest, Block, ConfigError, LaminaConfig, Provenance
-from lamina_workspace.files import FileRefused, TextCache, resolve_inside
+from lamina_workspace.beneath import FileRefused
+from lamina_workspace.files import TextCache
 from lamina_workspace.settings import Settings, valid_persona_id
+from lamina_workspace.where import workspace_root
 
 RUNTIME_LAYER = "runtime"
 
@@ -35,10 +36,6 @@ What you DON'T do:
 MANAGER_RULES = """- You talk with the user; the current message names the platform and the actions available on it.
 - Reply through those platform actions only; send nothing external the user did not ask for.
 - Hand long or parallel work to worker agents with a clear task; their final reports come back to you."""
-
-
-def workspace_root(config: LaminaConfig, settings: Settings) -> Path:
-    return config.resolve(settings.root)
 
 
 def persona_id(request: AssemblyRequest, settings: Settings) -> str:
@@ -68,8 +65,7 @@ class SystemSources:
         """(text, sha256) of a workspace file, ``None`` when an optional one is missing;
         errors name the settings ``key`` (default: the source's own)."""
         try:
-            full = resolve_inside(self.root, relative)
-            got = self.cache.read(full, shown=relative, max_bytes=self.settings.max_source_bytes)
+            got = self.cache.read(self.root, relative, max_bytes=self.settings.max_source_bytes)
         except FileRefused as exc:
             if exc.reason == "no such file" and source not in self.settings.required:
                 return None
@@ -178,9 +174,8 @@ class SystemSources:
         if relative is None:
             return None
         try:
-            full = resolve_inside(self.root, relative)
             return self.cache.read(
-                full, shown=relative, max_bytes=self.settings.max_source_bytes
+                self.root, relative, max_bytes=self.settings.max_source_bytes
             ).text
         except FileRefused as exc:
             raise ConfigError(

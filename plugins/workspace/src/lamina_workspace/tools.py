@@ -1,4 +1,4 @@
-"""The model's side of seed 002's updates: tool definitions a host offers (``request.tools``)
+"""The model's side of the working-set protocol's updates: tool definitions a host offers (``request.tools``)
 and the handler that applies a call to the manifest."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from typing import Any
 
 from lamina import LaminaError, Tool
 from lamina_workspace.manifest import ROLES, STRATEGIES, Manifest
-from lamina_workspace.updates import Workspace, apply_updates
+from lamina_workspace.updates import apply_updates
+from lamina_workspace.where import Workspace
 
 _WHY = {"type": "string", "minLength": 1, "description": "Why this change helps the task."}
 _PATH = {"type": "string", "description": "File path relative to the workspace root."}

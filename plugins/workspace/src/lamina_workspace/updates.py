@@ -1,35 +1,36 @@
-"""Working-set updates (seed 002 §6), applied atomically to ``working-set.yml``.
+"""Working-set updates (the working-set protocol's updates), applied atomically to
+``working-set.yml``.
 
 Model-initiated: ``add_to_working_set``, ``remove_from_working_set``, ``adjust_priority``, each
-with a ``why``. Orchestrator-initiated: add recent tool outputs, remove old ones, bump recently
-referenced files, demote files unused for N turns. Every change is made under a lock on the
-round-trip document (comments, order and quoting preserved), written to a temporary file and
-renamed over the manifest, then appended to a JSON-lines change log.
+with a ``why`` (the orchestrator's own are in ``orchestrator``). Every change is made under a
+lock on the round-trip document (comments, order and quoting preserved), written to a
+temporary file and renamed over the manifest, then appended to a JSON-lines change log; every
+file is opened beneath the root (``beneath``), never through a symlink that leads out.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from io import StringIO
-from pathlib import Path
 from typing import Any, Literal
 
 from attrs import frozen
 
 from lamina import ConfigError
-from lamina_workspace.files import FileRefused, read_text, resolve_inside
+from lamina_workspace.beneath import FileRefused, printable
+from lamina_workspace.files import read_text
 from lamina_workspace.manifest import (
+    MAX_MANIFEST_BYTES,
     ROLES,
     STRATEGIES,
     load_document,
     parse_manifest,
     yaml,
 )
+from lamina_workspace.where import Workspace
+from lamina_workspace.writes import append_text, locked, replace_text
 
 Actor = Literal["model", "orchestrator", "user"]
 ACTIONS = ("add_to_working_set", "remove_from_working_set", "adjust_priority")
@@ -79,22 +80,6 @@ class Change:
         return data
 
 
-@frozen(kw_only=True)
-class Workspace:
-    """Where a working set lives: the root, the manifest and the change log."""
-
-    root: Path
-    manifest: Path
-    log: Path
-
-    @property
-    def shown(self) -> str:
-        try:
-            return str(self.manifest.relative_to(self.root))
-        except ValueError:
-            return str(self.manifest)
-
-
 def _validate_action(raw: Any, index: int, ws: Workspace) -> dict[str, Any]:
     where = f"updates[{index}]"
 
@@ -136,35 +121,6 @@ def _validate_action(raw: Any, index: int, ws: Workspace) -> dict[str, Any]:
     return dict(raw)
 
 
-@contextmanager
-def _locked(ws: Workspace) -> Any:
-    """An exclusive lock beside the manifest (POSIX ``flock``), so concurrent updates serialize."""
-    import fcntl
-
-    lock_path = ws.manifest.with_name(ws.manifest.name + ".lock")
-    with open(lock_path, "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _find(files: Any, path: str) -> int | None:
     for i, item in enumerate(files):
         if isinstance(item, Mapping) and item.get("path") == path:
@@ -198,10 +154,10 @@ def _apply_one(doc: Any, action: Mapping[str, Any], ws: Workspace, actor: Actor,
         if index is not None:
             raise UpdateError(f"{path!r} is already in the working set", file=ws.shown, key="path")
         try:  # refuse now what assembly would refuse later: missing, binary, outside the root
-            read_text(resolve_inside(ws.root, path), shown=path, strategy="end", max_bytes=8192)
+            read_text(ws.root, path, strategy="end", max_bytes=8192)
         except FileRefused as exc:
             raise UpdateError(
-                f"cannot add {path}: {exc.reason}", file=ws.shown, key="path"
+                f"cannot add {printable(path)}: {exc.reason}", file=ws.shown, key="path"
             ) from exc
         files.append(_new_entry(action))
         return Change(
@@ -246,24 +202,28 @@ def apply_updates(
     if not checked:
         return []
     at = (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
-    with _locked(ws):
-        try:
-            text = ws.manifest.read_text("utf-8")
-        except OSError as exc:
-            raise UpdateError(f"cannot read: {exc.strerror}", file=ws.shown) from exc
-        doc = load_document(text, ws.shown)
-        parse_manifest(doc, ws.shown)  # refuse to edit a manifest that is already invalid
-        changes = [_apply_one(doc, a, ws, actor, at) for a in checked]
-        _touch_metadata(doc, actor, at)
-        out = StringIO()
-        yaml().dump(doc, out)
-        new_text = out.getvalue()
-        parse_manifest(load_document(new_text, ws.shown), ws.shown)
-        _write_atomic(ws.manifest, new_text)
-        ws.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(ws.log, "a", encoding="utf-8") as log:
-            for change in changes:
-                log.write(json.dumps(change.record(), ensure_ascii=False, sort_keys=True) + "\n")
+    try:
+        with locked(ws.root, f"{ws.manifest}.lock"):
+            return _apply_locked(ws, checked, actor, at)
+    except FileRefused as exc:
+        raise UpdateError(f"{printable(exc.path)}: {exc.reason}", file=ws.shown) from exc
+
+
+def _apply_locked(
+    ws: Workspace, checked: list[dict[str, Any]], actor: Actor, at: str
+) -> list[Change]:
+    text = read_text(ws.root, ws.manifest, max_bytes=MAX_MANIFEST_BYTES).text
+    doc = load_document(text, ws.shown)
+    parse_manifest(doc, ws.shown)  # refuse to edit a manifest that is already invalid
+    changes = [_apply_one(doc, a, ws, actor, at) for a in checked]
+    _touch_metadata(doc, actor, at)
+    out = StringIO()
+    yaml().dump(doc, out)
+    new_text = out.getvalue()
+    parse_manifest(load_document(new_text, ws.shown), ws.shown)
+    replace_text(ws.root, ws.manifest, new_text)
+    lines = [json.dumps(c.record(), ensure_ascii=False, sort_keys=True) + "\n" for c in changes]
+    append_text(ws.root, ws.log, "".join(lines))
     return changes
 
 
@@ -291,107 +251,3 @@ def parse_actions(text: str, source: str) -> list[Mapping[str, Any]]:
     for d in docs:
         out.extend(d if isinstance(d, list) else [d])
     return out
-
-
-# -- orchestrator-initiated ------------------------------------------------------------------
-
-
-def add_tool_output(
-    ws: Workspace,
-    path: str,
-    *,
-    priority: float = 0.3,
-    why: str = "recent tool output",
-    now: datetime | None = None,
-) -> list[Change]:
-    """Add a tool's output file (kept from its end: logs matter most where they stop)."""
-    action = {
-        "action": "add_to_working_set",
-        "path": path,
-        "priority": priority,
-        "role": "context",
-        "truncate_strategy": "start",
-        "why": why,
-    }
-    return apply_updates(ws, [action], actor="orchestrator", now=now)
-
-
-def remove_old_tool_outputs(
-    ws: Workspace, *, prefix: str = "tool/", keep: int = 3, now: datetime | None = None
-) -> list[Change]:
-    """Remove tool outputs (paths under ``prefix``) beyond the ``keep`` most recently modified."""
-    manifest = parse_manifest(load_document(ws.manifest.read_text("utf-8"), ws.shown), ws.shown)
-    outputs = [f.path for f in manifest.files if f.path.startswith(prefix)]
-
-    def mtime(path: str) -> float:
-        try:
-            return resolve_inside(ws.root, path).stat().st_mtime
-        except (OSError, FileRefused):
-            return float("-inf")
-
-    newest_first = sorted(outputs, key=lambda p: (-mtime(p), p))
-    old = newest_first[keep:]
-    actions = [
-        {
-            "action": "remove_from_working_set",
-            "path": p,
-            "why": f"old tool output ({keep} newer ones kept)",
-        }
-        for p in old
-    ]
-    return apply_updates(ws, actions, actor="orchestrator", now=now)
-
-
-def bump_referenced(
-    ws: Workspace,
-    paths: Iterable[str],
-    *,
-    by: float = 0.1,
-    ceiling: float = 1.0,
-    now: datetime | None = None,
-) -> list[Change]:
-    """Raise the priority of listed files referenced recently (up to ``ceiling``)."""
-    manifest = parse_manifest(load_document(ws.manifest.read_text("utf-8"), ws.shown), ws.shown)
-    wanted = set(paths)
-    actions = []
-    for f in manifest.files:
-        if f.path in wanted and f.priority < ceiling:
-            new = min(ceiling, f.priority + by)
-            actions.append(
-                {
-                    "action": "adjust_priority",
-                    "path": f.path,
-                    "priority": new,
-                    "why": "referenced recently",
-                }
-            )
-    return apply_updates(ws, actions, actor="orchestrator", now=now)
-
-
-def demote_unused(
-    ws: Workspace,
-    last_used: Mapping[str, int],
-    *,
-    turn: int,
-    after_turns: int,
-    by: float = 0.1,
-    floor: float = 0.1,
-    now: datetime | None = None,
-) -> list[Change]:
-    """Lower the priority of files not used for ``after_turns`` turns (``last_used`` maps a
-    path to the turn it was last used in; a path never used counts from turn 0). Files with
-    role ``system`` are left alone."""
-    manifest = parse_manifest(load_document(ws.manifest.read_text("utf-8"), ws.shown), ws.shown)
-    actions = []
-    for f in manifest.files:
-        idle = turn - last_used.get(f.path, 0)
-        if f.role != "system" and idle >= after_turns and f.priority > floor:
-            actions.append(
-                {
-                    "action": "adjust_priority",
-                    "path": f.path,
-                    "priority": max(floor, f.priority - by),
-                    "why": f"not used for {idle} turns",
-                }
-            )
-    return apply_updates(ws, actions, actor="orchestrator", now=now)

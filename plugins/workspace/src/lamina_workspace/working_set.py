@@ -1,5 +1,6 @@
-"""Turn a working-set manifest into blocks: each file read safely, tagged with its seed-002 role,
-ordered by priority; files that may not be read are kept aside with the reason.
+"""Turn a working-set manifest into blocks: each file read safely, tagged with its role in the
+working-set protocol, ordered by priority; files that may not be read are kept aside with the
+reason.
 
 Role ``system`` files go to the ``working_set_system`` layer (system prompt, cached); every
 other role goes to ``working_set`` (the current event, never cached), so a working set that
@@ -13,7 +14,8 @@ from pathlib import Path
 from attrs import field, frozen
 
 from lamina import Block, Provenance
-from lamina_workspace.files import FileRefused, FileText, read_text, resolve_inside
+from lamina_workspace.beneath import FileRefused
+from lamina_workspace.files import FileText, read_text
 from lamina_workspace.manifest import FileEntry, Manifest
 
 LAYER = "working_set"
@@ -57,7 +59,7 @@ class WorkingSet:
 
 
 def ordered(files: tuple[FileEntry, ...]) -> list[FileEntry]:
-    """Highest priority first; ties keep manifest order (seed 002's sort)."""
+    """Highest priority first; ties keep manifest order (the working-set protocol's sort)."""
     return [f for _, f in sorted(enumerate(files), key=lambda p: (-p[1].priority, p[0]))]
 
 
@@ -77,10 +79,9 @@ def build_working_set(
     hashes: dict[str, str] = {}
     for entry in ordered(manifest.files):
         try:
-            full = resolve_inside(root, entry.path)
             read: FileText = read_text(
-                full,
-                shown=entry.path,
+                root,
+                entry.path,
                 strategy=entry.truncate_strategy,
                 max_bytes=max_bytes,
                 max_lines=entry.max_lines,
@@ -146,7 +147,7 @@ def boot_header(
     cache_hints: tuple[str, ...],
     tool_contract: str | None,
 ) -> str:
-    """Seed 002's boot header: where things are, so the model can orient without reading
+    """The working-set protocol's boot header: where things are, so the model can orient without reading
     everything. Lines whose value is not configured are left out."""
     lines = [f"Root: {root_label}"]
     if constitution:
