@@ -31,6 +31,7 @@ __all__ = [
     "TokenCounter",
     "encoding_for_model",
     "load_encoding",
+    "replace_surrogates",
 ]
 
 #: sha256 of each bundled BPE file, as tiktoken itself expects them.
@@ -39,33 +40,59 @@ ENCODING_HASHES: dict[str, str] = {
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
 
-_O200K_PREFIXES = (
-    "gpt-4o",
-    "gpt-4.1",
-    "gpt-4.5",
-    "gpt-5",
-    "o1",
-    "o3",
-    "o4",
-    "chatgpt-4o",
-    "gpt-oss",
+#: Encodings tiktoken may name whose ranks equal a bundled one's: they differ only in special
+#: tokens, and special-token text is counted as plain text here.
+_SAME_RANKS = {"o200k_harmony": "o200k_base"}
+#: The one table of model families, for the models the installed tiktoken does not know yet
+#: (asked after tiktoken's own ``encoding_name_for_model``; first matching prefix wins).
+_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("gpt-oss", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5", "cl100k_base"),
+    ("gpt-35", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
 )
-_CL100K_PREFIXES = ("gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada-002")
 
 # Lone surrogates cannot be UTF-8 encoded; each is replaced by U+FFFD (length-preserving).
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def replace_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (same length), so it encodes as
+    UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def encoding_for_model(model: str) -> str | None:
-    """The tiktoken encoding of an OpenAI model name (provider prefix and ``ft:`` stripped),
-    or ``None`` when the model is not known to use one."""
+    """The bundled tiktoken encoding of an OpenAI model name (provider prefix dropped):
+    tiktoken's own answer (for the name, then without ``ft:``), else the family table above;
+    ``None`` when the model is not known to use an encoding this kernel bundles."""
     name = model.strip().lower().rsplit("/", 1)[-1]
-    name = name.removeprefix("ft:")
-    if name.startswith(_O200K_PREFIXES):
-        return "o200k_base"
-    if name.startswith(_CL100K_PREFIXES):
-        return "cl100k_base"
-    return None
+    base = name.removeprefix("ft:")
+    if not base:
+        return None
+    from tiktoken.model import encoding_name_for_model
+
+    found: str | None = None
+    for candidate in dict.fromkeys((name, base)):
+        try:
+            found = encoding_name_for_model(candidate)
+            break
+        except KeyError:
+            continue
+    else:
+        found = next((enc for prefix, enc in _FAMILIES if base.startswith(prefix)), None)
+    found = _SAME_RANKS.get(found or "", found)
+    return found if found in ENCODING_HASHES else None
 
 
 def _read_bundled(name: str) -> bytes:
@@ -151,7 +178,7 @@ class TiktokenTokenizer:
         return load_encoding(self.encoding)
 
     def _encode(self, text: str) -> list[int]:
-        return self._enc.encode(_SURROGATE.sub("\ufffd", text), disallowed_special=())
+        return self._enc.encode(replace_surrogates(text), disallowed_special=())
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""

