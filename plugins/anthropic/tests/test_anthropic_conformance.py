@@ -8,12 +8,12 @@ import warnings
 from functools import cache
 from typing import Any, ClassVar
 
-import lamina_anthropic.plugin as plugin
 import pytest
+from lamina_anthropic import plugin
 from lamina_anthropic.settings import AnthropicSettings
-from lamina_openai.catalog import ModelOverride
 
 from lamina import Adapter, Block, LaminaError, Message, Usage
+from lamina.adapters import ModelOverride
 from lamina.testing import StaticProvider, make_assembler
 from lamina.testing.adapters import (
     SCENARIOS,

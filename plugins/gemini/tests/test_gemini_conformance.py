@@ -6,8 +6,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, ClassVar
 
-import lamina_gemini.plugin as plugin
 import pytest
+from lamina_gemini import plugin
 
 from lamina import Adapter, ImagePart, Message, TextPart, Usage
 from lamina.testing.adapters import SCENARIOS, AdapterConformance, ToolEvent, make_context

@@ -6,8 +6,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, ClassVar
 
-import lamina_openai.plugin as plugin
 import pytest
+from lamina_openai import plugin
 
 from lamina import Adapter, Usage
 from lamina.testing.adapters import AdapterConformance, ToolEvent, make_context, strict_check

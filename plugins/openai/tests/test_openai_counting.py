@@ -3,7 +3,7 @@ with this plugin's model info, and tool definitions."""
 
 from __future__ import annotations
 
-import lamina_openai.plugin as plugin
+from lamina_openai import plugin
 from lamina_openai.counting import count_messages, count_tools
 
 from lamina import Block, Tool

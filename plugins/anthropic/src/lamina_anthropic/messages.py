@@ -8,15 +8,28 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from lamina_openai.conversation import Turn, turns
-from lamina_openai.wire import count, dig, error_text, reply_tokens, sampling
-
 from lamina import AssembledContext, ImagePart, ToolCallPart, ToolResultPart, Usage
-from lamina_anthropic.models import DEFAULT_MIN_CACHE_PREFIX, model_info
+from lamina.adapters import (
+    ANTHROPIC_TOOL_NAME,
+    ANTHROPIC_TOOL_USE_ID,
+    Turn,
+    count,
+    dig,
+    overflow_detector,
+    reply_tokens,
+    sampling,
+    tool_arguments,
+    turns,
+)
+from lamina_anthropic.models import DEFAULT_MIN_CACHE_PREFIX, PROVIDER, model_info
 from lamina_anthropic.settings import AnthropicSettings
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-_OVERFLOW = ("prompt is too long", "exceed context limit", "context window", "too many tokens")
+
+#: ``prompt is too long: N tokens > M maximum`` and its relatives.
+is_context_overflow = overflow_detector(
+    "prompt is too long", "exceed context limit", "context window", "too many tokens"
+)
 
 
 def _block(part: Any) -> dict[str, Any]:
@@ -30,7 +43,13 @@ def _block(part: Any) -> dict[str, Any]:
             block["is_error"] = True
         return block
     if isinstance(part, ToolCallPart):
-        return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
+        key = f"tool call {part.id!r}"
+        return {
+            "type": "tool_use",
+            "id": ANTHROPIC_TOOL_USE_ID.check(part.id, adapter=PROVIDER, key=key),
+            "name": ANTHROPIC_TOOL_NAME.check(part.name, adapter=PROVIDER, key=key),
+            "input": tool_arguments(part),
+        }
     if isinstance(part, ImagePart):
         if part.url is not None:
             return {"type": "image", "source": {"type": "url", "url": part.url}}
@@ -88,8 +107,12 @@ def build(
     body["messages"] = messages
     if context.tools:
         body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-            for t in context.tools
+            {
+                "name": ANTHROPIC_TOOL_NAME.check(t.name, adapter=PROVIDER, key=f"tools[{i}].name"),
+                "description": t.description,
+                "input_schema": t.input_schema,
+            }
+            for i, t in enumerate(context.tools)
         ]
     body.update(sampling(context))
     if context.model_config.thinking:
@@ -110,9 +133,3 @@ def parse_usage(response: Any) -> Usage:
         cache_creation_tokens=written,
         output_tokens=count(usage, "output_tokens"),
     )
-
-
-def is_context_overflow(error: Any) -> bool:
-    """``prompt is too long: N tokens > M maximum`` and its relatives."""
-    text = error_text(error)
-    return any(marker in text for marker in _OVERFLOW)

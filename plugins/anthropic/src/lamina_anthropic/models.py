@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lamina_openai.catalog import ModelOverride, normalize, resolve
-
 from lamina import ModelInfo
+from lamina.adapters import ModelOverride, catalog_model_info, normalize
 
 PROVIDER = "anthropic"
 #: Minimum cacheable prompt length by model family prefix (longest prefix wins); others 1024.
@@ -34,17 +33,6 @@ def model_info(model: str, overrides: Mapping[str, ModelOverride]) -> ModelInfo 
     prefix, _, bare = model.strip().rpartition("/")
     if prefix not in ("", PROVIDER) or not bare.startswith("claude"):
         return None
-    limits, override = resolve(PROVIDER, model, overrides)
-    if limits is None:
-        return None
-    return ModelInfo(
-        name=normalize(model),
-        context_window=limits.context_window,
-        max_output=limits.max_output,
-        min_cache_prefix=(
-            min_cache_prefix(model)
-            if override.min_cache_prefix is None
-            else override.min_cache_prefix
-        ),
-        provider=PROVIDER,
+    return catalog_model_info(
+        PROVIDER, model, overrides, provider=PROVIDER, min_cache_prefix=min_cache_prefix(model)
     )

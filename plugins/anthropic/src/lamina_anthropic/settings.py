@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 from attrs import field, frozen
-from lamina_openai.catalog import ModelOverride
+
+from lamina.adapters import ModelOverride
 
 
 @frozen(kw_only=True)
@@ -16,6 +17,3 @@ class AnthropicSettings:
     cache: bool = True
     cache_ttl: Literal["5m", "1h"] = "5m"
     models: dict[str, ModelOverride] = field(factory=dict)
-
-
-DEFAULTS = AnthropicSettings()

@@ -6,19 +6,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lamina_openai.conversation import call_names, turns
-from lamina_openai.wire import count, dig, error_text, reply_tokens
-
 from lamina import AssembledContext, ImagePart, TextPart, ToolCallPart, ToolResultPart, Usage
-from lamina_gemini.models import model_info
+from lamina.adapters import (
+    GEMINI_FUNCTION_NAME,
+    call_names,
+    count,
+    dig,
+    overflow_detector,
+    reply_tokens,
+    tool_arguments,
+    turns,
+)
+from lamina_gemini.models import PROVIDER, model_info
 from lamina_gemini.settings import GeminiSettings
 
-_OVERFLOW = ("exceeds the maximum number of tokens", "input token count", "context window")
+#: ``The input token count (N) exceeds the maximum number of tokens allowed (M).``
+is_context_overflow = overflow_detector(
+    "exceeds the maximum number of tokens", "input token count", "context window"
+)
 
 
 def _part(part: Any, names: Mapping[str, str]) -> dict[str, Any]:
     if isinstance(part, ToolCallPart):
-        return {"functionCall": {"id": part.id, "name": part.name, "args": part.arguments}}
+        name = GEMINI_FUNCTION_NAME.check(part.name, adapter=PROVIDER, key=f"tool call {part.id!r}")
+        return {"functionCall": {"id": part.id, "name": name, "args": tool_arguments(part)}}
     if isinstance(part, ToolResultPart):
         key = "error" if part.is_error else "output"
         return {
@@ -59,11 +70,13 @@ def build(
             {
                 "functionDeclarations": [
                     {
-                        "name": t.name,
+                        "name": GEMINI_FUNCTION_NAME.check(
+                            t.name, adapter=PROVIDER, key=f"tools[{i}].name"
+                        ),
                         "description": t.description,
                         "parametersJsonSchema": t.input_schema,
                     }
-                    for t in context.tools
+                    for i, t in enumerate(context.tools)
                 ]
             }
         ]
@@ -87,9 +100,3 @@ def parse_usage(response: Any) -> Usage:
         cached_input_tokens=count(meta, "cached_content_token_count"),
         output_tokens=count(meta, "candidates_token_count") + count(meta, "thoughts_token_count"),
     )
-
-
-def is_context_overflow(error: Any) -> bool:
-    """``The input token count (N) exceeds the maximum number of tokens allowed (M).``"""
-    text = error_text(error)
-    return any(marker in text for marker in _OVERFLOW)

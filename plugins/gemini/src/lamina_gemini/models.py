@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lamina_openai.catalog import ModelOverride, normalize, resolve
-
 from lamina import ModelInfo
+from lamina.adapters import ModelOverride, catalog_model_info
 
 PROVIDER = "gemini"
 CATALOG = "google"
@@ -21,16 +20,7 @@ def model_info(model: str, overrides: Mapping[str, ModelOverride]) -> ModelInfo 
     prefix, _, bare = model.strip().rpartition("/")
     if prefix not in ("", "models", "google", PROVIDER) or not bare.startswith("gemini"):
         return None
-    limits, override = resolve(CATALOG, model, overrides)
-    if limits is None:
-        return None
     minimum = MIN_CACHE_PRO if "-pro" in bare else MIN_CACHE_FLASH
-    return ModelInfo(
-        name=normalize(model),
-        context_window=limits.context_window,
-        max_output=limits.max_output,
-        min_cache_prefix=minimum
-        if override.min_cache_prefix is None
-        else override.min_cache_prefix,
-        provider=PROVIDER,
+    return catalog_model_info(
+        CATALOG, model, overrides, provider=PROVIDER, min_cache_prefix=minimum
     )

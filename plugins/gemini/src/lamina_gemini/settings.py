@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from attrs import field, frozen
-from lamina_openai.catalog import ModelOverride
+
+from lamina.adapters import ModelOverride
 
 
 @frozen(kw_only=True)
@@ -11,6 +12,3 @@ class GeminiSettings:
     """``models`` overrides limits per model name."""
 
     models: dict[str, ModelOverride] = field(factory=dict)
-
-
-DEFAULTS = GeminiSettings()

@@ -5,14 +5,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lamina_openai.conversation import Turn, call_names, result_text, turns
-from lamina_openai.wire import count, error_text, reply_tokens, sampling
-
 from lamina import AssembledContext, ImagePart, TextPart, ToolCallPart, ToolResultPart, Usage
-from lamina_ollama.models import local_name, model_info
+from lamina.adapters import (
+    Turn,
+    call_names,
+    count,
+    openai_tools,
+    overflow_detector,
+    reply_tokens,
+    result_text,
+    sampling,
+    tool_arguments,
+    turns,
+)
+from lamina_ollama.models import PROVIDER, local_name, model_info
 from lamina_ollama.settings import OllamaSettings
 
-_OVERFLOW = ("context length", "context window", "exceeds maximum context", "prompt too long")
+#: Ollama's "input length exceeds maximum context length" and kin.
+is_context_overflow = overflow_detector(
+    "context length", "context window", "exceeds maximum context", "prompt too long"
+)
 
 
 def _messages(turn: Turn, names: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -34,7 +46,7 @@ def _messages(turn: Turn, names: Mapping[str, str]) -> list[dict[str, Any]]:
         elif isinstance(part, ImagePart):
             texts.append(f"[image {part.url or part.media_type}: Ollama takes inline images only]")
         elif isinstance(part, ToolCallPart):
-            calls.append({"function": {"name": part.name, "arguments": part.arguments}})
+            calls.append({"function": {"name": part.name, "arguments": tool_arguments(part)}})
     if texts or images or calls:
         message: dict[str, Any] = {"role": turn.role, "content": "\n\n".join(texts)}
         if images:
@@ -62,17 +74,8 @@ def build(
         "messages": messages,
     }
     if context.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.input_schema,
-                },
-            }
-            for t in context.tools
-        ]
+        # Ollama documents no rule for tool names: they are sent as given
+        body["tools"] = openai_tools(context.tools, rule=None, adapter=PROVIDER)
     info = model_info(context.model, settings.models)
     body["stream"] = bool(options.get("stream", False))
     body["options"] = {
@@ -91,9 +94,3 @@ def parse_usage(response: Any) -> Usage:
         input_tokens=count(response, "prompt_eval_count"),
         output_tokens=count(response, "eval_count"),
     )
-
-
-def is_context_overflow(error: Any) -> bool:
-    """Ollama's "input length exceeds maximum context length" and kin."""
-    text = error_text(error)
-    return any(marker in text for marker in _OVERFLOW)

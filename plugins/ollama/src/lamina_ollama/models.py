@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lamina_openai.catalog import ModelOverride, resolve
-
 from lamina import ModelInfo
+from lamina.adapters import ModelOverride, catalog_model_info
 
 PROVIDER = "ollama"
 CATALOG = "ollama-cloud"
@@ -31,10 +30,5 @@ def model_info(model: str, overrides: Mapping[str, ModelOverride]) -> ModelInfo 
     name = local_name(model)
     if name is None:
         return None
-    limits, _ = resolve(CATALOG, name, overrides)
-    return ModelInfo(
-        name=name,
-        context_window=limits.context_window if limits else DEFAULT_NUM_CTX,
-        max_output=limits.max_output if limits else None,
-        provider=PROVIDER,
-    )
+    found = catalog_model_info(CATALOG, name, overrides, provider=PROVIDER)
+    return found or ModelInfo(name=name, context_window=DEFAULT_NUM_CTX, provider=PROVIDER)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from attrs import field, frozen
-from lamina_openai.catalog import ModelOverride
+
+from lamina.adapters import ModelOverride
 
 
 @frozen(kw_only=True)
@@ -13,6 +14,3 @@ class OllamaSettings:
 
     keep_alive: str | None = None
     models: dict[str, ModelOverride] = field(factory=dict)
-
-
-DEFAULTS = OllamaSettings()

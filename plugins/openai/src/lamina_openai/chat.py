@@ -6,12 +6,27 @@ from collections.abc import Mapping
 from typing import Any
 
 from lamina import AssembledContext, ImagePart, TextPart, ToolCallPart, ToolResultPart, Usage
-from lamina_openai.conversation import Turn, arguments_json, data_url, result_text, turns
+from lamina.adapters import (
+    OPENAI_TOOL_NAME,
+    Turn,
+    arguments_json,
+    count,
+    data_url,
+    dig,
+    openai_tools,
+    overflow_detector,
+    reply_tokens,
+    result_text,
+    sampling,
+    turns,
+)
 from lamina_openai.models import is_reasoning, model_info
 from lamina_openai.settings import OpenAISettings
-from lamina_openai.wire import count, dig, error_text, reply_tokens, sampling
 
-_OVERFLOW = ("context_length_exceeded", "maximum context length", "exceeds the context window")
+#: OpenAI's ``context_length_exceeded`` (either API).
+is_context_overflow = overflow_detector(
+    "context_length_exceeded", "maximum context length", "exceeds the context window"
+)
 
 
 def system_role(settings: OpenAISettings, model: str) -> str:
@@ -23,6 +38,11 @@ def system_role(settings: OpenAISettings, model: str) -> str:
 
 def image_url(part: ImagePart) -> str:
     return part.url if part.url is not None else data_url(part.media_type, part.data or "")
+
+
+def call_name(part: ToolCallPart, adapter: str) -> str:
+    """The name of a call sent as a function call, checked against OpenAI's rule."""
+    return OPENAI_TOOL_NAME.check(part.name, adapter=adapter, key=f"tool call {part.id!r}")
 
 
 def _text(parts: tuple[Any, ...]) -> str:
@@ -59,7 +79,7 @@ def _assistant(turn: Turn) -> dict[str, Any]:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": arguments_json(c)},
+                "function": {"name": call_name(c, "openai"), "arguments": arguments_json(c)},
             }
             for c in calls
         ]
@@ -81,17 +101,7 @@ def build(
     info = model_info(context.model, settings.models)
     body: dict[str, Any] = {"model": context.model, "messages": messages}
     if context.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.input_schema,
-                },
-            }
-            for t in context.tools
-        ]
+        body["tools"] = openai_tools(context.tools, rule=OPENAI_TOOL_NAME, adapter="openai")
     body["max_completion_tokens"] = reply_tokens(
         context, options, info.max_output if info else None, 4096
     )
@@ -110,9 +120,3 @@ def parse_usage(response: Any) -> Usage:
     )
     output = count(usage, "completion_tokens") or count(usage, "output_tokens")
     return Usage(input_tokens=prompt, cached_input_tokens=cached, output_tokens=output)
-
-
-def is_context_overflow(error: Any) -> bool:
-    """OpenAI's ``context_length_exceeded`` (either API)."""
-    text = error_text(error)
-    return any(marker in text for marker in _OVERFLOW)

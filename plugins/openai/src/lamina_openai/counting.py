@@ -7,8 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lamina import Tokenizer, Tool
-from lamina_openai.models import MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_OVERHEAD
 
+#: ``<|start|>{role}<|message|>…<|end|>``: 3 framing tokens plus the role, which is one token
+#: in both encodings; the kernel counts only the content, so the role is folded in here.
+MESSAGE_OVERHEAD = 3 + 1
+#: Every reply is primed with ``<|start|>assistant<|message|>``.
+REPLY_OVERHEAD = 3
+#: A message's ``name`` costs its tokens plus one.
+NAME_OVERHEAD = 1
 #: Tool-definition framing: (function start, properties start, per property, enum start,
 #: per enum item, end of tools) for gpt-4o and later, and for gpt-4 / gpt-3.5-turbo.
 _TOOL_FRAMING_O200K = (7, 3, 3, -3, 3, 12)

@@ -6,11 +6,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from lamina import AssembledContext, ImagePart, TextPart, ToolCallPart, ToolResultPart
-from lamina_openai.chat import image_url
-from lamina_openai.conversation import Turn, arguments_json, result_text, turns
+from lamina.adapters import (
+    OPENAI_TOOL_NAME,
+    Turn,
+    arguments_json,
+    reply_tokens,
+    result_text,
+    sampling,
+    turns,
+)
+from lamina_openai.chat import call_name, image_url
 from lamina_openai.models import model_info
 from lamina_openai.settings import OpenAISettings
-from lamina_openai.wire import reply_tokens, sampling
 
 
 def _items(turn: Turn) -> list[dict[str, Any]]:
@@ -32,7 +39,7 @@ def _items(turn: Turn) -> list[dict[str, Any]]:
                 {
                     "type": "function_call",
                     "call_id": part.id,
-                    "name": part.name,
+                    "name": call_name(part, "openai-responses"),
                     "arguments": arguments_json(part),
                 }
             )
@@ -71,12 +78,14 @@ def build(
         body["tools"] = [
             {
                 "type": "function",
-                "name": t.name,
+                "name": OPENAI_TOOL_NAME.check(
+                    t.name, adapter="openai-responses", key=f"tools[{i}].name"
+                ),
                 "description": t.description,
                 "parameters": t.input_schema,
                 "strict": False,
             }
-            for t in context.tools
+            for i, t in enumerate(context.tools)
         ]
     info = model_info(context.model, settings.models)
     body["max_output_tokens"] = reply_tokens(

@@ -6,7 +6,7 @@ from typing import Literal
 
 from attrs import field, frozen
 
-from lamina_openai.catalog import ModelOverride
+from lamina.adapters import ModelOverride
 
 SystemRole = Literal["auto", "system", "developer"]
 
@@ -19,6 +19,3 @@ class OpenAISettings:
     system_role: SystemRole = "auto"
     prompt_cache_key: bool = True
     models: dict[str, ModelOverride] = field(factory=dict)
-
-
-DEFAULTS = OpenAISettings()
