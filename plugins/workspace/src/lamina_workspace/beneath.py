@@ -128,6 +128,76 @@ def opened_root(root: Path, shown: str) -> Iterator[tuple[int, PurePosixPath]]:
         os.close(fd)
 
 
+class _Walk:
+    """The state of one walk: the folders opened so far (``dirs[0]`` is the root, not ours to
+    close), the components still to go, and how many symlinks or retries were spent."""
+
+    def __init__(self, root: Path, path: str, root_fd: int, real_root: PurePosixPath) -> None:
+        self.root, self.path, self.real_root = root, path, real_root
+        self.dirs = [root_fd]
+        self.pending = deque(check_relative(path).parts)
+        self.hops = 0
+
+    def spend(self) -> None:
+        """Count a symlink followed or a component looked at again; too many is a loop."""
+        self.hops += 1
+        if self.hops > MAX_HOPS:
+            raise FileRefused(self.path, f"{_LOOP} the path")
+
+    def again(self, name: str) -> None:
+        """Look at ``name`` again (it changed, or a folder was just made for it)."""
+        self.spend()
+        self.pending.appendleft(name)
+
+    def up(self) -> None:
+        if len(self.dirs) == 1:
+            raise _outside(self.path, os.path.join(self.root, self.path))
+        os.close(self.dirs.pop())
+
+    def follow(self, name: str) -> None:
+        """Replace the symlink ``name`` by its target's components (an absolute target only
+        when it leads back inside the root, from the root)."""
+        try:
+            target = os.readlink(name, dir_fd=self.dirs[-1])
+        except OSError:  # no longer a symlink
+            self.again(name)
+            return
+        self.spend()
+        parts = PurePosixPath(target).parts
+        if target.startswith("/"):
+            inside = self.real_root.parts
+            if parts[: len(inside)] != inside:
+                raise _outside(self.path, os.path.join(target, *self.pending))
+            parts = parts[len(inside) :]
+            while len(self.dirs) > 1:
+                os.close(self.dirs.pop())
+        self.pending.extendleft(reversed(parts))
+
+    def make_dir(self, name: str) -> None:
+        try:
+            os.mkdir(name, 0o777, dir_fd=self.dirs[-1])
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise _refusal(self.path, exc, "cannot create a folder") from exc
+        self.again(name)
+
+    def enter(self, name: str, mode: int) -> None:
+        if not stat.S_ISDIR(mode):
+            raise FileRefused(self.path, f"{name} is {kind_of(mode)}, not a folder")
+        try:
+            self.dirs.append(os.open(name, _DIR_FLAGS, dir_fd=self.dirs[-1]))
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                raise _refusal(self.path, exc) from exc
+            self.again(name)  # swapped since it was looked at
+
+    def close(self) -> None:
+        for fd in self.dirs[1:]:
+            os.close(fd)
+        del self.dirs[1:]
+
+
 def walk(
     root: Path,
     path: str,
@@ -137,87 +207,44 @@ def walk(
 ) -> T:
     """Find ``path`` beneath ``root`` without ever leaving it, and return
     ``final(parent_fd, name)``: ``name`` is the last component, not a symlink when it was
-    looked at (it may not exist). Missing directories are created when ``make_dirs``.
+    looked at (it may not exist). Missing folders are created when ``make_dirs``.
 
     ``final`` opens ``name`` relative to ``parent_fd`` with ``O_NOFOLLOW`` and raises
     ``Changed`` when it finds something else than was seen; the walk then looks again."""
-    rel = check_relative(path)
+    check_relative(path)
     with opened_root(root, path) as (root_fd, real_root):
-        dirs = [root_fd]  # descriptors from the root down; dirs[0] is not ours to close
-        pending = deque(rel.parts)
-        hops = 0
-
-        def hop() -> None:
-            nonlocal hops
-            hops += 1
-            if hops > MAX_HOPS:
-                raise FileRefused(path, f"{_LOOP} the path")
-
+        w = _Walk(root, path, root_fd, real_root)
         try:
-            while pending:
-                name = pending.popleft()
+            while w.pending:
+                name = w.pending.popleft()
                 if name in ("", "."):
                     continue
                 if name == "..":
-                    if len(dirs) == 1:
-                        raise _outside(path, os.path.join(root, path))
-                    os.close(dirs.pop())
+                    w.up()
                     continue
-                here = dirs[-1]
                 try:
-                    st = os.stat(name, dir_fd=here, follow_symlinks=False)
+                    mode = os.stat(name, dir_fd=w.dirs[-1], follow_symlinks=False).st_mode
                 except FileNotFoundError:
-                    if not pending:
-                        return final(here, name)
-                    if not make_dirs:
+                    if w.pending and not make_dirs:
                         raise FileRefused(path, "no such file") from None
-                    try:
-                        os.mkdir(name, 0o777, dir_fd=here)
-                    except FileExistsError:
-                        pass
-                    except OSError as exc:
-                        raise _refusal(path, exc, "cannot create a folder") from exc
-                    hop()
-                    pending.appendleft(name)
-                    continue
+                    if w.pending:
+                        w.make_dir(name)
+                        continue
+                    mode = 0  # the last component may be missing: ``final`` decides
                 except OSError as exc:
                     raise _refusal(path, exc) from exc
-                if stat.S_ISLNK(st.st_mode):
-                    hop()
+                if stat.S_ISLNK(mode):
+                    w.follow(name)
+                elif w.pending:
+                    w.enter(name, mode)
+                else:
                     try:
-                        target = os.readlink(name, dir_fd=here)
-                    except OSError:  # no longer a symlink: look again
-                        pending.appendleft(name)
-                        continue
-                    parts = PurePosixPath(target).parts
-                    if target.startswith("/"):
-                        if parts[: len(real_root.parts)] != real_root.parts:
-                            raise _outside(path, os.path.join(target, *pending))
-                        parts = parts[len(real_root.parts) :]
-                        while len(dirs) > 1:
-                            os.close(dirs.pop())
-                    pending.extendleft(reversed(parts))
-                    continue
-                if not pending:
-                    try:
-                        return final(here, name)
+                        return final(w.dirs[-1], name)
                     except Changed:
-                        hop()
-                        pending.appendleft(name)
-                        continue
-                if not stat.S_ISDIR(st.st_mode):
-                    raise FileRefused(path, f"{name} is {kind_of(st.st_mode)}, not a folder")
-                try:
-                    dirs.append(os.open(name, _DIR_FLAGS, dir_fd=here))
-                except OSError as exc:
-                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
-                        raise _refusal(path, exc) from exc
-                    hop()  # swapped since it was looked at: look again
-                    pending.appendleft(name)
-            return final(dirs[-1], ".")  # the path names a folder (``a/.``)
+                        w.again(name)
+            return final(w.dirs[-1], ".")  # the path names a folder (``a/.``)
         finally:
-            for fd in dirs[1:]:
-                os.close(fd)
+            w.close()
 
 
 def open_regular(root: Path, path: str) -> tuple[int, os.stat_result]:
