@@ -249,3 +249,16 @@ def test_hooks_not_given_are_not_registered() -> None:
     assert {"lamina_tokenizer", "lamina_commands"} <= names
     pm.hook.lamina_commands(cli="the-cli")
     assert seen == ["the-cli"]
+
+
+def test_planned_info_is_the_contexts_own_for_its_provider_only() -> None:
+    from attrs import evolve
+
+    from lamina.adapters import planned_info
+    from lamina.testing.adapters import make_context
+
+    context = make_context(model="m", provider="p")
+    assert planned_info(context, "p") is None  # built by hand: nothing planned
+    info = ModelInfo(name="m", context_window=10, provider="p")
+    assert planned_info(evolve(context, model_info=info), "p") is info
+    assert planned_info(evolve(context, model_info=info), "q") is None

@@ -329,3 +329,20 @@ def test_inert_without_a_config_section() -> None:
     assert [b.id for b in context.report.blocks if b.plugin == "anthropic"] == []
     assert context.report.warnings == ()
     assert assembler.model("gpt-4o").info_plugin != "anthropic"
+
+
+def test_the_planned_model_info_is_used_not_looked_up_again() -> None:
+    """An assembled context carries the info the kernel planned with; the adapter uses it
+    (here a max output no catalog has), and looks the model up only for other contexts."""
+    from attrs import evolve
+
+    from lamina import ModelInfo
+
+    planned = ModelInfo(
+        name="claude-sonnet-4", context_window=200_000, max_output=123, provider="anthropic"
+    )
+    context = make_context(model="claude-sonnet-4", provider="anthropic", max_tokens=50_000)
+    assert adapter().build_request(context, {})["max_tokens"] == 50_000
+    assert adapter().build_request(evolve(context, model_info=planned), {})["max_tokens"] == 123
+    other = evolve(planned, provider=None)  # the kernel's fallback: not the adapter's own
+    assert adapter().build_request(evolve(context, model_info=other), {})["max_tokens"] == 50_000

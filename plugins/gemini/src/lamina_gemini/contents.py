@@ -13,6 +13,7 @@ from lamina.adapters import (
     count,
     dig,
     overflow_detector,
+    planned_info,
     reply_tokens,
     tool_arguments,
     turns,
@@ -80,7 +81,7 @@ def build(
                 ]
             }
         ]
-    info = model_info(context.model, settings.models)
+    info = planned_info(context, PROVIDER) or model_info(context.model, settings.models)
     config: dict[str, Any] = {
         "maxOutputTokens": reply_tokens(context, options, info.max_output if info else None, 8192)
     }

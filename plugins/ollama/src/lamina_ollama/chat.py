@@ -12,6 +12,7 @@ from lamina.adapters import (
     count,
     openai_tools,
     overflow_detector,
+    planned_info,
     reply_tokens,
     result_text,
     sampling,
@@ -76,7 +77,7 @@ def build(
     if context.tools:
         # Ollama documents no rule for tool names: they are sent as given
         body["tools"] = openai_tools(context.tools, rule=None, adapter=PROVIDER)
-    info = model_info(context.model, settings.models)
+    info = planned_info(context, PROVIDER) or model_info(context.model, settings.models)
     body["stream"] = bool(options.get("stream", False))
     body["options"] = {
         "num_ctx": context.token_budget.model_limit,

@@ -15,12 +15,13 @@ from lamina.adapters import (
     dig,
     openai_tools,
     overflow_detector,
+    planned_info,
     reply_tokens,
     result_text,
     sampling,
     turns,
 )
-from lamina_openai.models import is_reasoning, model_info
+from lamina_openai.models import PROVIDER, is_reasoning, model_info
 from lamina_openai.settings import OpenAISettings
 
 #: OpenAI's ``context_length_exceeded`` (either API).
@@ -98,7 +99,7 @@ def build(
         )
     for turn in turns([*context.history, context.current_message], lead_in=None):
         messages.extend(_user(turn) if turn.role == "user" else [_assistant(turn)])
-    info = model_info(context.model, settings.models)
+    info = planned_info(context, PROVIDER) or model_info(context.model, settings.models)
     body: dict[str, Any] = {"model": context.model, "messages": messages}
     if context.tools:
         body["tools"] = openai_tools(context.tools, rule=OPENAI_TOOL_NAME, adapter="openai")

@@ -10,13 +10,14 @@ from lamina.adapters import (
     OPENAI_TOOL_NAME,
     Turn,
     arguments_json,
+    planned_info,
     reply_tokens,
     result_text,
     sampling,
     turns,
 )
 from lamina_openai.chat import call_name, image_url
-from lamina_openai.models import model_info
+from lamina_openai.models import PROVIDER, model_info
 from lamina_openai.settings import OpenAISettings
 
 
@@ -87,7 +88,7 @@ def build(
             }
             for i, t in enumerate(context.tools)
         ]
-    info = model_info(context.model, settings.models)
+    info = planned_info(context, PROVIDER) or model_info(context.model, settings.models)
     body["max_output_tokens"] = reply_tokens(
         context, options, info.max_output if info else None, 4096
     )
