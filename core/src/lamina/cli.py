@@ -25,6 +25,11 @@ def _fail(exc: LaminaError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
+def _read_stdin() -> str:
+    """Standard input as UTF-8 whatever the locale; undecodable bytes become U+FFFD."""
+    return sys.stdin.buffer.read().decode("utf-8", "replace")
+
+
 def _progress(phase: str) -> None:
     click.echo(f"lamina: {phase}…", err=True)
 
@@ -80,7 +85,7 @@ def assemble(
     show_report: bool,
 ) -> None:
     """Assemble one turn's context and print it."""
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     from lamina.assembly.engine import Assembler
     from lamina.errors import LaminaError
@@ -90,14 +95,16 @@ def assemble(
     if message is None:
         if sys.stdin.isatty():
             raise click.UsageError("give --message or pipe the event content on standard input")
-        message = sys.stdin.read()
+        message = _read_stdin()
     fields: dict[str, Any] = {}
     if event_time is not None:
         try:
             fields["time"] = datetime.fromisoformat(event_time)
-        except ValueError as exc:
+            fields["time"].astimezone(UTC)  # a time the clock can represent in UTC
+        except (ValueError, OverflowError) as exc:
             raise click.BadParameter(
-                f"not an ISO 8601 time: {event_time!r}", param_hint="--time"
+                f"not an ISO 8601 time between years 1 and 9999 in UTC: {event_time!r}",
+                param_hint="--time",
             ) from exc
     for key, value in (
         ("model", model),
@@ -164,7 +171,7 @@ def plugins(config_path: str | None, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.argument("source", type=click.File("rb"), default="-")
 @click.option(
     "--model", default=None, help="Count with this model's tokenizer (default: from config)."
 )
@@ -175,7 +182,7 @@ def tokens(source: Any, model: str | None, config_path: str | None, as_json: boo
     from lamina.assembly.engine import Assembler
     from lamina.errors import LaminaError
 
-    text = source.read()
+    text = source.read().decode("utf-8", "replace")
     try:
         with Assembler.from_config(config_path) as assembler:
             name = model or assembler.config.model
@@ -193,10 +200,37 @@ def tokens(source: Any, model: str | None, config_path: str | None, as_json: boo
 
 
 def main() -> None:
-    """Entry point: adds plugins' commands (``lamina_commands``), then runs the CLI."""
+    """Entry point: adds plugins' commands (``lamina_commands``), then runs the CLI.
+
+    A Lamina error is one line and its exit code; anything else unexpected is one line too
+    (exit 1), with the traceback only when ``LAMINA_DEBUG=1``.
+    """
+    import os
+
+    from lamina.errors import LaminaError
+
     if not (len(sys.argv) > 1 and sys.argv[1] in cli.commands):
         _add_plugin_commands()
-    cli(prog_name="lamina")
+    try:
+        code = cli(prog_name="lamina", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("lamina: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except LaminaError as exc:
+        _fail(exc)
+    except Exception as exc:
+        if os.environ.get("LAMINA_DEBUG", "") not in ("", "0"):
+            raise
+        click.echo(
+            f"lamina: internal error: {type(exc).__name__}: {exc} (LAMINA_DEBUG=1 shows where)",
+            err=True,
+        )
+        sys.exit(1)
+    if isinstance(code, int) and code:  # a command that ended with ctx.exit(code)
+        sys.exit(code)
 
 
 def _add_plugin_commands() -> None:

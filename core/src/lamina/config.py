@@ -6,6 +6,8 @@ Every error names the file, the key path and what was expected. Per-plugin secti
 
 from __future__ import annotations
 
+import re
+import string
 import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
@@ -71,13 +73,36 @@ class LayerConfig:
     required: bool | None = None
 
 
+#: A ``{count}`` format spec the gap marker may use: alignment, sign, a width under 100.
+_MARKER_SPEC = re.compile(r"[<>^=]?[+-]?\d{0,2}[,_]?d?")
+
+
+def _marker(_inst: object, _attr: object, value: str) -> None:
+    """The gap marker may hold ``{count}`` (plain or with a small format spec) and text."""
+    try:
+        fields = list(string.Formatter().parse(value))
+    except ValueError as exc:
+        raise ValueError(
+            f"'marker' is not a valid marker ({exc}); use {{count}} and literal text"
+        ) from exc
+    for _text, name, spec, conversion in fields:
+        if name is None:
+            continue
+        if name != "count" or conversion or not _MARKER_SPEC.fullmatch(spec or ""):
+            raise ValueError(
+                f"'marker' may only use {{count}} (with at most a width under 100), "
+                f"not {{{name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}}; write a literal brace as {{{{ or }}}}"
+            )
+
+
 @frozen(kw_only=True)
 class FitConfig:
     """How history shrinks: the strategy, the turns always kept, the gap marker, the summarizer."""
 
     strategy: str = "truncateMiddle"
     minimum_recent: int = field(default=4, validator=validators.ge(0))
-    marker: str = "[… {count} earlier messages omitted …]"
+    marker: str = field(default="[… {count} earlier messages omitted …]", validator=_marker)
     summarizer: str | None = None
 
 
@@ -112,6 +137,17 @@ class StaticBlockConfig:
             raise ValueError(f"block {self.id!r} needs exactly one of text or file")
 
 
+def _unique_block_ids(_inst: object, _attr: object, blocks: tuple[StaticBlockConfig, ...]) -> None:
+    seen: dict[str, int] = {}
+    for i, block in enumerate(blocks):
+        if block.id in seen:
+            raise ValueError(
+                f"'blocks' has the id {block.id!r} twice: at blocks[{seen[block.id]}] and "
+                f"blocks[{i}]"
+            )
+        seen[block.id] = i
+
+
 @frozen(kw_only=True)
 class PluginsConfig:
     """Which plugins load: ``enable`` is an allow-list, ``disable`` a deny-list, ``require``
@@ -139,7 +175,7 @@ class LaminaConfig:
     format: FormatConfig = field(factory=FormatConfig)
     placement: dict[str, Placement] = field(factory=dict)
     layers: dict[str, LayerConfig] = field(factory=dict)
-    blocks: tuple[StaticBlockConfig, ...] = ()
+    blocks: tuple[StaticBlockConfig, ...] = field(default=(), validator=_unique_block_ids)
     tools: tuple[Tool, ...] = ()
     plugins: PluginsConfig = field(factory=PluginsConfig)
     sections: dict[str, dict[str, Any]] = field(factory=dict)
@@ -200,6 +236,12 @@ def _read(path: Path) -> LaminaConfig:
         text = path.read_text("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config: {exc.strerror}", file=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}): a "
+            "config file is TOML",
+            file=str(path),
+        ) from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

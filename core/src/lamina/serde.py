@@ -10,8 +10,8 @@ from typing import Any, TypeVar, get_args, get_origin
 import cattrs
 from attrs import resolve_types
 from cattrs.errors import IterableValidationError, IterableValidationNote
-from cattrs.preconf.json import make_converter
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.preconf.json import make_converter
 from cattrs.strategies import configure_tagged_union
 
 from lamina.errors import SerdeError

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lamina.assembly.state import InFlight, Item
+from lamina.errors import LaminaError, PluginError
 from lamina.model.blocks import Block, Provenance
 from lamina.model.messages import ImagePart, Part, TextPart, ToolCallPart, ToolResultPart
 from lamina.records import Formatter
@@ -76,7 +77,28 @@ class Measurer:
         )
         text = self._render_cache.get(key)
         if text is None:
-            text = self._render_cache.setdefault(key, fmt.render(block))
+            text = self._render_cache.setdefault(key, self._checked_render(fmt, block))
+        return text
+
+    def _checked_render(self, fmt: Formatter, block: Block) -> str:
+        """A formatter's output, or a ``PluginError`` naming its plugin if it raises or
+        returns something other than text."""
+        plugin = self.rules.registry.formatters[fmt.name].plugin
+        try:
+            text = fmt.render(block)
+        except LaminaError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"formatter {fmt.name!r} raised {type(exc).__name__} on block {block.id!r}: {exc}",
+                plugin=plugin,
+            ) from exc
+        if not isinstance(text, str):
+            raise PluginError(
+                f"formatter {fmt.name!r} returned {type(text).__name__} for block "
+                f"{block.id!r}, expected str",
+                plugin=plugin,
+            )
         return text
 
     def parts(self, parts: Sequence[Part]) -> int:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from attrs import Attribute, evolve, field, frozen, validators
+from attrs import Attribute, converters, evolve, field, frozen, validators
 
 from lamina.model.messages import MessageRole, Part, TextPart, ToolResultPart, part_text
+from lamina.model.text import clean
 
 #: Where a block lands in the request. ``system``, ``history`` and ``event`` are the three
-#: physical layers of seed 000; ``before_history`` / ``after_history`` are seed 004's
-#: injection points at either end of the history.
+#: physical layers of the Broker design; ``before_history`` / ``after_history`` are the
+#: Cortex draft's injection points at either end of the history.
 Placement = Literal["system", "before_history", "history", "after_history", "event"]
 PLACEMENTS: tuple[Placement, ...] = (
     "system",
@@ -21,7 +22,7 @@ PLACEMENTS: tuple[Placement, ...] = (
     "event",
 )
 
-#: The standard conceptual layers (seed 000). Plugins may declare more.
+#: The standard conceptual layers (the Broker design's). Plugins may declare more.
 WORKSPACE, PERSONA, SESSION, MEMORY, EVENT = "workspace", "persona", "session", "memory", "event"
 
 
@@ -75,8 +76,8 @@ class Block:
     required: bool | None = None
     summarizable: bool = False
     group: str | None = None
-    title: str | None = None
-    tag: str | None = None
+    title: str | None = field(default=None, converter=converters.optional(clean))
+    tag: str | None = field(default=None, converter=converters.optional(clean))
     trusted: bool = False
     token_count: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
     counted_by: str | None = None

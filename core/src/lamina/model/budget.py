@@ -1,4 +1,4 @@
-"""The token budget exactly as seed 000 defines it."""
+"""The token budget exactly as the Broker design defines it."""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
+from lamina.model.text import clean, clean_data
+
 MessageRole = Literal["system", "user", "assistant", "tool"]
 
 
@@ -13,7 +15,7 @@ MessageRole = Literal["system", "user", "assistant", "tool"]
 class TextPart:
     """Plain text."""
 
-    text: str
+    text: str = field(converter=clean)
 
 
 @frozen(kw_only=True)
@@ -33,17 +35,17 @@ class ImagePart:
 class ToolCallPart:
     """The model asking for a tool; ``id`` pairs it with its ``ToolResultPart``."""
 
-    id: str
-    name: str
-    arguments: dict[str, Any] = field(factory=dict)
+    id: str = field(converter=clean)
+    name: str = field(converter=clean)
+    arguments: dict[str, Any] = field(factory=dict, converter=clean_data)
 
 
 @frozen(kw_only=True)
 class ToolResultPart:
     """What a tool returned for the call ``call_id``."""
 
-    call_id: str
-    content: str
+    call_id: str = field(converter=clean)
+    content: str = field(converter=clean)
     is_error: bool = False
 
 
@@ -60,7 +62,7 @@ PART_TAGS: dict[type, str] = {
 
 @frozen(kw_only=True)
 class Message:
-    """One message: a role and its parts, with the provenance seed 000 keeps in ``context_json``."""
+    """One message: a role and its parts, with the provenance the Broker design keeps in ``context_json``."""
 
     role: MessageRole
     content: tuple[Part, ...]

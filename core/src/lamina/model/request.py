@@ -8,6 +8,7 @@ from typing import Any, Literal
 from attrs import field, frozen, validators
 
 from lamina.model.messages import Part
+from lamina.model.text import clean, clean_data
 
 AgentRole = Literal["manager", "worker", "unified"]
 AGENT_ROLES: tuple[AgentRole, ...] = ("manager", "worker", "unified")
@@ -15,16 +16,17 @@ AGENT_ROLES: tuple[AgentRole, ...] = ("manager", "worker", "unified")
 
 @frozen(kw_only=True)
 class Event:
-    """The current event (seed 000's NexusEvent): its content and the dynamic context around it."""
+    """The current event (the Broker design's NexusEvent): its content and the dynamic context
+    around it."""
 
-    content: str
+    content: str = field(converter=clean)
     id: str | None = None
     time: datetime | None = None
     timezone: str = "UTC"
     channel: str | None = None
     platform: str | None = None
     platform_actions: tuple[str, ...] = ()
-    hook_data: dict[str, Any] = field(factory=dict)
+    hook_data: dict[str, Any] = field(factory=dict, converter=clean_data)
     attachments: tuple[Part, ...] = ()
     source: str | None = None
 
@@ -33,15 +35,17 @@ class Event:
 class Tool:
     """A tool the agent may call; ``permission`` names what the caller must hold to get it."""
 
-    name: str
-    description: str = ""
-    input_schema: dict[str, Any] = field(factory=lambda: {"type": "object", "properties": {}})
+    name: str = field(converter=clean)
+    description: str = field(default="", converter=clean)
+    input_schema: dict[str, Any] = field(
+        factory=lambda: {"type": "object", "properties": {}}, converter=clean_data
+    )
     permission: str | None = None
 
 
 @frozen(kw_only=True)
 class ModelConfig:
-    """Sampling settings handed through to the engine (seed 000's ``modelConfig``)."""
+    """Sampling settings handed through to the engine (the Broker design's ``modelConfig``)."""
 
     temperature: float | None = None
     max_tokens: int | None = field(default=None, validator=validators.optional(validators.gt(0)))

@@ -1,0 +1,33 @@
+"""Text as it enters the data model: always encodable as UTF-8.
+
+Python strings may hold lone surrogates (from ``surrogateescape`` decoding, broken JSON,
+hostile input). They cannot be written as UTF-8, so one of them would break every JSON
+output and provider payload that carries it. The model's text fields pass through ``clean``:
+a valid surrogate pair becomes its character, a lone surrogate becomes U+FFFD.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def clean(text: str) -> str:
+    """``text`` with lone surrogates replaced (unchanged, and cheap, when it has none)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def clean_data(value: Any) -> Any:
+    """JSON-like data with every string (keys included) cleaned."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean_data(k): clean_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(clean_data(v) for v in value)
+    return value
