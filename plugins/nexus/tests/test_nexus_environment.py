@@ -262,3 +262,13 @@ def test_both_sources_is_a_settings_error():
             {"plugins": {"nexus": {"snapshot": "a.json", "command": ["nexus"]}}},
             plugins=[("nexus", nexus_plugin)],
         )
+
+
+def test_a_fifo_snapshot_is_a_warning_not_a_hang(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "s.json")
+    ctx = assemble({"snapshot": str(tmp_path / "s.json")})
+    assert ctx.system_prompt == ""
+    assert "cannot read snapshot" in ctx.report.warnings[0]
+    assert "not a regular file" in ctx.report.warnings[0]

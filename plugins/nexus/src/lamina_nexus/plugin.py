@@ -1,51 +1,30 @@
 """Hook implementations: the ``nexus`` layer (system prompt) and its provider.
 
-Inert without a ``[plugins.nexus]`` section. A snapshot that cannot be read, parsed or
-produced becomes a warning in the report and the environment is left out; the assembly goes on.
+Inert without a ``[plugins.nexus]`` section (its settings class says so). A snapshot that
+cannot be read, parsed or produced becomes a warning in the report and the environment is
+left out; the assembly goes on.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
-from typing import Any, Literal
-
-from attrs import field, frozen, validators
+from typing import Any
 
 import lamina
 from lamina import Block, ConfigError, LaminaConfig, LayerProvider, LayerSpec, Provenance
 from lamina_nexus.render import render_environment, scope_for_task
+from lamina_nexus.settings import NAME, Settings
 from lamina_nexus.snapshot import (
     Snapshot,
-    SnapshotError,
+    file_signature,
     parse_snapshot,
     read_snapshot_file,
     run_snapshot_command,
 )
 
-NAME = "nexus"
 LAYER = "nexus"
 BLOCK_ID = "nexus:environment"
-
-
-@frozen(kw_only=True)
-class Settings:
-    """``[plugins.nexus]``: where the snapshot comes from and how it is rendered."""
-
-    snapshot: str | None = None
-    command: tuple[str, ...] = ()
-    timeout: float = field(default=5.0, validator=validators.gt(0))
-    cli: str = "nexus"
-    skill_command: str = "nexus skill use <name>"
-    worker_scope: Literal["task", "all"] = field(
-        default="task", validator=validators.in_(("task", "all"))
-    )
-    title: str = "Nexus Environment"
-
-    def __attrs_post_init__(self) -> None:
-        if self.snapshot is not None and self.command:
-            raise ValueError("give snapshot or command, not both")
 
 
 class _Source:
@@ -54,23 +33,20 @@ class _Source:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._files: dict[str, tuple[tuple[int, int, int], Snapshot]] = {}
+        self._files: dict[str, tuple[tuple[int, int, int, int], Snapshot]] = {}
         self._renders: dict[tuple[Any, ...], str] = {}
         self.renders = 0  # how many times text was regenerated (for tests and tracing)
 
     def snapshot(self, config: LaminaConfig, settings: Settings) -> Snapshot:
         if settings.snapshot is not None:
             path = config.resolve(settings.snapshot)
-            try:
-                st = os.stat(path)
-            except OSError as exc:
-                raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror}") from exc
-            signature = (st.st_mtime_ns, st.st_size, st.st_ino)
+            signature = file_signature(path)
             with self._lock:
                 known = self._files.get(str(path))
             if known is not None and known[0] == signature:
                 return known[1]
-            snap = parse_snapshot(read_snapshot_file(path), source=str(path))
+            raw, signature = read_snapshot_file(path)
+            snap = parse_snapshot(raw, source=str(path))
             with self._lock:
                 self._files[str(path)] = (signature, snap)
             return snap
@@ -166,8 +142,10 @@ def lamina_layers() -> list[LayerSpec]:
 
 @lamina.hookimpl
 def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> list[LayerProvider]:
+    # Without a section the kernel leaves this plugin's providers out (Settings is marked
+    # inert_without_section) but still asks for them: only a configured section is checked.
     if NAME not in config.sections:
-        return []  # inert without its config section
+        return []
     if settings.snapshot is None and not settings.command:
         raise ConfigError(
             "set snapshot (a JSON file) or command (e.g. ['nexus', 'status', '--json', '--brief'])",

@@ -1,7 +1,9 @@
-"""Render a snapshot as seed 000's condensed "Nexus Environment" section.
+"""Render a snapshot as the Broker design's condensed "Nexus Environment" section.
 
 The text depends only on the snapshot's content (sorted, no timestamps), so the system prompt
-stays byte-stable while capabilities are unchanged.
+stays byte-stable while capabilities are unchanged. The section is trusted (it goes into the
+system prompt as it is), so every value from the snapshot passes through ``data`` first: it
+cannot open a fence, a heading, a quote, a list or a tag.
 """
 
 from __future__ import annotations
@@ -14,6 +16,22 @@ from lamina_nexus.snapshot import Capability, Snapshot
 MARKS = {"ready": "✅", "needs_setup": "🔧", "broken": "❌"}
 LEGEND = "✅ ready · 🔧 needs setup · ❌ broken"
 _WORD = re.compile(r"[\w-]+")
+# Backslashes and backticks are escaped (no code span or fence can open) and a ``<`` that could
+# start a tag becomes ``&lt;``; at the start of a line, a character that could start a block
+# (heading, quote, list, fence, table, thematic break) or an ordered-list number is escaped.
+_INLINE = re.compile(r"[\\`]|<(?=[/!?:_]|[^\W\d])")
+_BLOCK_START = re.compile(r"^(?:([#>~=+*_|-])|(\d{1,9})(?=[.)]))")
+
+
+def data(value: str, *, line_start: bool = False) -> str:
+    """A snapshot value (already one line) as it may appear in the trusted section;
+    ``line_start`` when it begins a line."""
+    value = _INLINE.sub(lambda m: "&lt;" if m.group() == "<" else "\\" + m.group(), value)
+    if line_start:
+        value = _BLOCK_START.sub(
+            lambda m: "\\" + m.group() if m.group(1) else m.group() + "\\", value
+        )
+    return value
 
 
 def scope_for_task(
@@ -37,16 +55,16 @@ def scope_for_task(
 
 def _category_line(category: str, caps: list[Capability]) -> str:
     chunks = []
-    ready = [c.name for c in caps if c.status == "ready"]
+    ready = [data(c.name) for c in caps if c.status == "ready"]
     if ready:
         chunks.append(f"{', '.join(ready)} {MARKS['ready']}")
     for cap in caps:
         if cap.status == "ready":
             continue
         label = "needs setup" if cap.status == "needs_setup" else "broken"
-        why = f": {cap.reason}" if cap.reason else ""
-        chunks.append(f"{cap.name} {MARKS[cap.status]} ({label}{why})")
-    return f"{category}: {' | '.join(chunks)}"
+        why = f": {data(cap.reason)}" if cap.reason else ""
+        chunks.append(f"{data(cap.name)} {MARKS[cap.status]} ({label}{why})")
+    return f"{data(category, line_start=True)}: {' | '.join(chunks)}"
 
 
 def render_environment(
@@ -78,6 +96,6 @@ def render_environment(
     lines += ["", "### Credentials"]
     broken = f"{creds.broken_count} broken"
     if creds.broken:
-        broken += f" ({', '.join(creds.broken)})"
+        broken += f" ({', '.join(data(name) for name in creds.broken)})"
     lines.append(f"{creds.configured} configured | {broken}")
     return "\n".join(lines)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -164,15 +166,40 @@ def _credentials(raw: Any, source: str) -> Credentials:
     raise SnapshotError(f"{source}: $.credentials: expected an object or a list")
 
 
-def read_snapshot_file(path: Path) -> bytes:
-    """The snapshot file's bytes (``SnapshotError`` when missing, unreadable or huge)."""
+def file_signature(path: Path) -> tuple[int, int, int, int]:
+    """(device, inode, mtime, size) of the snapshot file, to know when it changed."""
     try:
-        size = path.stat().st_size
-        if size > MAX_SNAPSHOT_BYTES:
-            raise SnapshotError(f"{path}: {size} bytes is too large for a status snapshot")
-        return path.read_bytes()
+        st = os.stat(path)
     except OSError as exc:
         raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror}") from exc
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def read_snapshot_file(path: Path) -> tuple[bytes, tuple[int, int, int, int]]:
+    """The snapshot file's bytes and its signature as read. ``SnapshotError`` when it is
+    missing, unreadable, huge or not a regular file (a FIFO is opened without blocking and
+    refused, never waited on)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SnapshotError(f"cannot read snapshot {path}: not a regular file")
+        if st.st_size > MAX_SNAPSHOT_BYTES:
+            raise SnapshotError(f"{path}: {st.st_size} bytes is too large for a status snapshot")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_SNAPSHOT_BYTES + 1)
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(f"{path}: more than {MAX_SNAPSHOT_BYTES} bytes is too large")
+    return data, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def run_snapshot_command(command: Sequence[str], *, timeout: float, cwd: Path) -> bytes:

@@ -168,8 +168,8 @@ def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledCo
     """Read the working set before the pipeline runs, so its budget can cap the request; the
     provider then yields its blocks and reports the files it refused."""
     config = call.config
-    settings: Settings = call.settings(NAME)
-    if settings.working_set is None:
+    settings = call.settings(NAME)
+    if not isinstance(settings, Settings) or settings.working_set is None:
         result: AssembledContext = yield
         return result
     ws = workspace_of(config, settings)
