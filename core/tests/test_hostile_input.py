@@ -134,3 +134,33 @@ def test_an_unexpected_error_in_the_cli_is_one_line_without_a_traceback(tmp_path
     assert done.returncode == 1
     assert "internal error: RuntimeError: kaput" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _load_yaml(text: str, version: str) -> object:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(f"%YAML {version}\n---\n{text}")
+
+
+yaml_text = st.text(st.characters(exclude_categories=("Cs",)))
+
+
+@given(key=yaml_text, value=yaml_text, items=st.lists(yaml_text, max_size=4))
+def test_the_yaml_report_reads_back_exactly_in_yaml_1_1_and_1_2(key, value, items):
+    from lamina.reporting import dump_yaml
+
+    data = {"report": {key or "k": value, "list": items, "n": 3, "none": None, "flag": True}}
+    text = dump_yaml(data)
+    for version in ("1.1", "1.2"):
+        assert _load_yaml(text, version) == data
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["on", "off", "yes", "=", "<<", ".inf", ".nan", ".5", "+1", "a\tb", "x\u2028y", "1_000", "~"],
+)
+def test_yaml_quotes_what_a_reader_would_take_for_something_else(value):
+    from lamina.reporting import dump_yaml
+
+    for version in ("1.1", "1.2"):
+        assert _load_yaml(dump_yaml({"v": value}), version) == {"v": value}

@@ -1,4 +1,4 @@
-"""Human-facing renderings of an assembled context: seed 002's YAML report and a text view."""
+"""Human-facing renderings of an assembled context: the working-set protocol's YAML report and a text view."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from lamina.model.messages import Message, TextPart, ToolCallPart, ToolResultPar
 
 
 def report_document(ctx: AssembledContext) -> dict[str, Any]:
-    """The report in seed 002's shape (budget, included, excluded, warnings), plus layers,
+    """The report in the working-set protocol's shape (budget, included, excluded, warnings), plus layers,
     tokenizer, stable prefix and timings."""
     report, budget = ctx.report, ctx.token_budget
     included, excluded = [], []
@@ -83,63 +83,46 @@ def report_document(ctx: AssembledContext) -> dict[str, Any]:
     }
 
 
-def dump_yaml(data: Any, indent: int = 0) -> str:
-    """A small YAML emitter for plain data; strings are quoted as JSON (valid YAML) when needed."""
-    return "\n".join(_yaml_lines(data, indent)) + "\n"
+def dump_yaml(data: Any) -> str:
+    """Plain data as block-style YAML, in insertion order, through ruamel.yaml.
+
+    A string that a YAML 1.1 or 1.2 reader would take for something else (``on``, ``.inf``,
+    ``+1``, ``=``, ``<<``, ``null``) is quoted, and control characters are escaped, so every
+    value reads back as exactly what was written whichever reader loads it.
+    """
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt", pure=True)
+    yaml.default_flow_style = False
+    yaml.allow_unicode = True
+    yaml.width = 4096
+    yaml.representer.add_representer(str, _represent_str)
+    yaml.representer.add_representer(type(None), _represent_none)
+    out = io.StringIO()
+    yaml.dump(data, out)
+    return out.getvalue()
 
 
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    text = str(value)
-    plain = (
-        text
-        and text.strip() == text
-        and not any(c in text for c in ":#{}[],&*!|>'\"%@`\n")
-        and text.lower() not in ("null", "true", "false", "yes", "no", "~")
-        and not text[0].isdigit()
-        and text[0] not in "-?"
+def _represent_str(representer: Any, text: str) -> Any:
+    style = "'" if _reads_as_other_than_text(text) else None
+    return representer.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+def _represent_none(representer: Any, _: None) -> Any:
+    return representer.represent_scalar("tag:yaml.org,2002:null", "null")
+
+
+def _reads_as_other_than_text(text: str) -> bool:
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
+
+    str_tag = "tag:yaml.org,2002:str"
+    return any(
+        VersionedResolver(version=v).resolve(ScalarNode, text, (True, False)) != str_tag
+        for v in ((1, 1), (1, 2))
     )
-    return text if plain else json.dumps(text, ensure_ascii=False)
-
-
-def _yaml_lines(data: Any, indent: int) -> list[str]:
-    pad = " " * indent
-    lines: list[str] = []
-    if isinstance(data, dict):
-        if not data:
-            return [pad + "{}"]
-        for key, value in data.items():
-            if isinstance(value, dict | list) and value:
-                lines.append(f"{pad}{_scalar(key)}:")
-                lines.extend(_yaml_lines(value, indent + 2))
-            else:
-                lines.append(f"{pad}{_scalar(key)}: {_inline(value)}")
-        return lines
-    if isinstance(data, list):
-        if not data:
-            return [pad + "[]"]
-        for value in data:
-            if isinstance(value, dict) and value:
-                sub = _yaml_lines(value, indent + 2)
-                lines.append(f"{pad}- {sub[0].lstrip()}")
-                lines.extend(sub[1:])
-            else:
-                lines.append(f"{pad}- {_inline(value)}")
-        return lines
-    return [pad + _scalar(data)]
-
-
-def _inline(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{}"
-    if isinstance(value, list):
-        return "[]"
-    return _scalar(value)
 
 
 def render_text(ctx: AssembledContext) -> str:
