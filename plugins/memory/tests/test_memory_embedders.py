@@ -43,18 +43,6 @@ def test_unknown_embedder_names_the_registered_ones() -> None:
         get_embedder("nope")
 
 
-def test_unknown_embedder_fails_at_set_up() -> None:
-    import lamina_memory.plugin as memory_plugin
-
-    from lamina.testing import make_assembler
-
-    with pytest.raises(ConfigError, match=r"key plugins.memory.embedder: unknown embedder 'bert'"):
-        make_assembler(
-            {"model": "gpt-4o", "plugins": {"memory": {"store": "memory:", "embedder": "bert"}}},
-            plugins=[("memory", memory_plugin)],
-        )
-
-
 def test_missing_model_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 

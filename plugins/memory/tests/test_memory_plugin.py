@@ -22,7 +22,8 @@ from lamina.testing import make_assembler
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
-def seed(svc: MemoryService) -> None:
+def fill(svc: MemoryService) -> None:
+    """One memory of each kind about staging, two chunks restricted."""
     svc.add(
         [
             Chunk(id="c1", text="The staging config lives in deploy/staging.toml"),
@@ -54,17 +55,21 @@ def memory_text(ctx: Any) -> str:
     return ctx.current_message.text.split("Current time:")[0]
 
 
-def test_without_a_section_the_plugin_is_inert() -> None:
+def test_without_a_section_the_plugin_is_inert(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
     asm = make_assembler({"model": "gpt-4o"}, plugins=[("memory", memory_plugin)])
     ctx = asm.assemble(asm.request("where is the staging config?"))
     assert not [b for b in ctx.report.blocks if b.layer == "memory"]
     assert ctx.report.warnings == ()
+    assert list(tmp_path.iterdir()) == []  # no store was opened
     asm.close()
 
 
 def test_sections_are_injected_in_the_current_message_by_default(make: Any) -> None:
     asm, svc = make()
-    seed(svc)
+    fill(svc)
     ctx = asm.assemble(asm.request("Where does Ann keep the staging config?"))
     text = memory_text(ctx)
     expected_order = [
@@ -94,29 +99,33 @@ def test_sections_are_injected_in_the_current_message_by_default(make: Any) -> N
 @pytest.mark.parametrize("placement", ["system", "before_history", "after_history"])
 def test_position_follows_the_kernel_placement(make: Any, placement: str) -> None:
     asm, svc = make(placement={"memory": placement})
-    seed(svc)
+    fill(svc)
     ctx = asm.assemble(asm.request("Where is the staging config?"))
     assert "staging.toml" not in ctx.current_message.text
     everywhere = ctx.system_prompt + "".join(m.text for m in ctx.history)
     assert "deploy/staging.toml" in everywhere
 
 
-def test_permissions_decide_what_is_injected(make: Any) -> None:
+@pytest.mark.parametrize(
+    ("caller", "sees", "never"),
+    [
+        ({}, (), ("hunter2", "Debian")),
+        ({"metadata": {"user": "ann"}}, ("hunter2",), ("Debian",)),
+        ({"permissions": ("ops",)}, ("Debian",), ("hunter2",)),
+    ],
+)
+def test_permissions_decide_what_is_injected(
+    make: Any, caller: dict[str, Any], sees: tuple[str, ...], never: tuple[str, ...]
+) -> None:
     asm, svc = make()
-    seed(svc)
-    anon = memory_text(asm.assemble(asm.request("staging password server")))
-    assert "hunter2" not in anon and "Debian" not in anon
-    ann = memory_text(
-        asm.assemble(asm.request("staging password server", metadata={"user": "ann"}))
-    )
-    assert "hunter2" in ann and "Debian" not in ann
-    ops = memory_text(asm.assemble(asm.request("staging password server", permissions=("ops",))))
-    assert "Debian" in ops and "hunter2" not in ops
+    fill(svc)
+    text = memory_text(asm.assemble(asm.request("staging password server", **caller)))
+    assert all(s in text for s in sees) and not any(n in text for n in never)
 
 
 def test_request_filters(make: Any) -> None:
     asm, svc = make()
-    seed(svc)
+    fill(svc)
     req = asm.request(
         "Where does Ann keep the staging config?",
         metadata={
@@ -189,7 +198,7 @@ def test_kernel_layer_cap_lowers_the_budget(make: Any) -> None:
 
 def test_each_item_carries_provenance(make: Any) -> None:
     asm, svc = make()
-    seed(svc)
+    fill(svc)
     blocks, warnings = svc.blocks(_ctx(asm, "Where is the staging config?"))
     assert warnings == []
     content = next(b for b in blocks if b.title == "Relevant Content")
@@ -211,25 +220,23 @@ def test_each_item_carries_provenance(make: Any) -> None:
 
 
 def _ctx(asm: Any, message: str, **fields: Any) -> Any:
-    from lamina import ProviderContext, TokenBudget
-
-    req = asm.request(message, **fields)
-    return ProviderContext(
-        request=req,
-        config=asm.config,
-        settings=None,
-        budget=TokenBudget.plan(model_limit=128_000, reserve_response=0, reserve_tools=0),
-        tokenizer=asm.model("gpt-4o").tokenizer,
-        now=NOW,
-        plugin="memory",
-    )
+    """The provider context the kernel gives the memory provider for ``message``."""
+    svc = memory_plugin.service_for(asm.config)
+    seen: list[Any] = []
+    original = svc.blocks
+    svc.blocks = lambda ctx: seen.append(ctx) or original(ctx)  # type: ignore[method-assign]
+    try:
+        asm.assemble(asm.request(message, **fields))
+    finally:
+        del svc.blocks
+    return seen[0]
 
 
 def test_a_failing_optional_source_drops_out_with_a_warning(
     make: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asm, svc = make()
-    seed(svc)
+    fill(svc)
 
     def broken(snap: Any, q: Any) -> list:
         raise RuntimeError("graph offline")
@@ -248,7 +255,7 @@ def test_a_failing_required_source_fails_the_provider(
     make: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asm, svc = make()
-    seed(svc)
+    fill(svc)
 
     def broken(snap: Any, q: Any) -> list:
         raise RuntimeError("index corrupt")
@@ -262,28 +269,31 @@ def test_a_failing_required_source_fails_the_provider(
     assert not [b for b in ctx.report.blocks if b.layer == "memory"]
 
 
-def test_unknown_store_scheme_fails_at_set_up() -> None:
-    with pytest.raises(Exception, match=r"unknown memory store URL 'redis://x'"):
+@pytest.mark.parametrize(
+    ("section", "error"),
+    [
+        ({"store": "redis://x"}, r"unknown memory store URL 'redis://x'"),
+        ({"max_tokenz": 3}, r"unknown keys \['max_tokenz'\] at key plugins\.memory"),
+        (
+            {"store": "memory:", "embedder": "bert"},
+            r"key plugins.memory.embedder: unknown embedder",
+        ),
+    ],
+)
+def test_bad_settings_fail_at_set_up(section: dict[str, Any], error: str) -> None:
+    with pytest.raises(ConfigError, match=error):
         make_assembler(
-            {"model": "gpt-4o", "plugins": {"memory": {"store": "redis://x"}}},
-            plugins=[("memory", memory_plugin)],
-        )
-
-
-def test_unknown_setting_is_named() -> None:
-    with pytest.raises(ConfigError, match=r"unknown keys \['max_tokenz'\] at key plugins\.memory"):
-        make_assembler(
-            {"model": "gpt-4o", "plugins": {"memory": {"max_tokenz": 3}}},
+            {"model": "gpt-4o", "plugins": {"memory": section}},
             plugins=[("memory", memory_plugin)],
         )
 
 
 def test_import_files_load_on_first_use(tmp_path: Path) -> None:
-    (tmp_path / "seed.jsonl").write_text(
+    (tmp_path / "memories.jsonl").write_text(
         json.dumps({"kind": "chunk", "id": "a", "text": "the staging config is in vault"}) + "\n"
     )
     (tmp_path / "lamina.toml").write_text(
-        'model = "gpt-4o"\n[plugins.memory]\nstore = "sqlite:///mem.db"\nimport_files = ["seed.jsonl"]\n'
+        'model = "gpt-4o"\n[plugins.memory]\nstore = "sqlite:///mem.db"\nimport_files = ["memories.jsonl"]\n'
     )
     from lamina import load_config
 
@@ -297,7 +307,7 @@ def test_import_files_load_on_first_use(tmp_path: Path) -> None:
 
 def test_ttl_cache_serves_repeats_and_expires(make: Any) -> None:
     asm, svc = make({"cache_ttl": 10})
-    seed(svc)
+    fill(svc)
     clock = [100.0]
     svc.clock = lambda: clock[0]
     calls = []
@@ -337,7 +347,7 @@ def test_streamed_chunks_are_searchable_without_a_rebuild(make: Any) -> None:
 
 def test_task_frames_give_root_path_and_sibling_results(make: Any) -> None:
     asm, svc = make()
-    seed(svc)
+    fill(svc)
     stack = svc.frames("default")
     stack.push("Ship the release")
     stack.push("Fix the flaky test")
@@ -433,7 +443,7 @@ def test_each_items_provenance_reaches_the_report(make: Any) -> None:
     from lamina.reporting import report_document
 
     asm, svc = make()
-    seed(svc)
+    fill(svc)
     ctx = asm.assemble(asm.request("Where is the staging config?"))
     section = next(b for b in ctx.report.blocks if b.details.get("section") == "Relevant Content")
     items = section.details["items"]

@@ -13,14 +13,13 @@ from lamina_memory.retrieval import (
     Filters,
     Query,
     recency,
-    score,
-    select,
     source_entities,
     source_patterns,
     source_recent,
     source_relations,
     source_semantic,
 )
+from lamina_memory.selection import score, select
 from lamina_memory.settings import Settings
 from lamina_memory.signals import extract, intent_of, stem
 
@@ -90,9 +89,12 @@ def test_bm25_ranks_the_matching_chunk_first_and_scores_a_streamed_tail() -> Non
     lex = Lexical(["the cat sat on the mat", "dogs chase cats", "weather report for today"])
     scores = lex.scores(["weather"])
     assert scores[2] > 0 and scores[0] == 0 and scores[1] == 0
-    lex.append(["tomorrow's weather looks grim"])
+    lex = lex.folded(appended=["tomorrow's weather looks grim"])
     scores = lex.scores(["weather"])
     assert len(scores) == 4 and scores[3] > 0 and scores[0] == 0
+    lex = lex.folded(replaced={0: "the weather on the mat"})  # an indexed chunk re-added
+    scores = lex.scores(["weather"])
+    assert len(scores) == 4 and scores[0] > 0 and lex.unindexed == 2
 
 
 def test_semantic_source_filters_by_acl_since_and_exclusions() -> None:

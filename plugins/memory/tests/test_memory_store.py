@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from lamina_memory.importing import load_file
 from lamina_memory.records import Chunk, Entity, EpisodicEvent, Pattern, Relation
 from lamina_memory.store import MemoryStoreError, SQLiteStore, open_store
 
@@ -106,59 +104,3 @@ def test_records_validate_their_fields() -> None:
         Pattern(id="p", text="x", successes=3, applications=2)
     assert Pattern(id="p", text="x").success_rate == 0.5
     assert Pattern(id="p", text="x", successes=3, applications=3).success_rate == 0.8
-
-
-def test_import_json_and_jsonl(tmp_path: Path) -> None:
-    records = [
-        {"kind": "chunk", "id": "c1", "text": "alpha", "time": "2026-01-01T12:00:00+00:00"},
-        {"kind": "entity", "id": "n1", "type": "person", "name": "Ann", "salience": 0.9},
-        {"kind": "event", "id": "e1", "type": "note", "text": "x", "time": "2026-01-01T12:00:00Z"},
-    ]
-    j = tmp_path / "m.json"
-    j.write_text(json.dumps(records))
-    jl = tmp_path / "m.jsonl"
-    jl.write_text("\n".join(json.dumps(r) for r in records) + "\n\n")
-    for path in (j, jl):
-        got = load_file(path)
-        assert got[0] == Chunk(id="c1", text="alpha", time=T)
-        assert got[1] == Entity(id="n1", type="person", name="Ann", salience=0.9)
-        assert got[2].time == T
-
-
-@pytest.mark.parametrize(
-    ("name", "content", "message"),
-    [
-        ("bad.json", "{not json", r"not valid JSON \(line 1\)"),
-        ("obj.json", '{"kind": "chunk"}', "expected a JSON list of memories"),
-        (
-            "kind.json",
-            '[{"kind": "memo", "id": "x"}]',
-            r"record 0: field kind must be one of event, chunk",
-        ),
-        ("missing.json", '[{"kind": "chunk", "id": "x"}]', r"text"),
-        (
-            "range.json",
-            '[{"kind": "entity", "id": "n", "type": "t", "name": "x", "salience": 7}]',
-            r"salience",
-        ),
-        (
-            "line.jsonl",
-            '{"kind": "chunk", "id": "a", "text": "x"}\n{oops\n',
-            r"line 2: not valid JSON",
-        ),
-        ("scalar.jsonl", "42\n", r"line 1: expected an object, got int"),
-    ],
-)
-def test_malformed_import_data_names_file_and_record(
-    tmp_path: Path, name: str, content: str, message: str
-) -> None:
-    path = tmp_path / name
-    path.write_text(content)
-    with pytest.raises(ConfigError, match=message) as info:
-        load_file(path)
-    assert name in str(info.value)
-
-
-def test_missing_import_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read memory import file"):
-        load_file(tmp_path / "nope.json")

@@ -1,1 +1,2 @@
-"""Lamina memory layer: stores, retrieval within a budget, injection (seeds 003/004)."""
+"""Lamina memory layer: stores, retrieval within a budget and injection, after the memory
+framework design and the Cortex draft (see docs/glossary.md)."""

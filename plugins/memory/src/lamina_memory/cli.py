@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from lamina import LaminaError, load_config
+
+if TYPE_CHECKING:
+    from lamina_memory.records import Memory
+    from lamina_memory.service import MemoryService
 
 
 def _fail(exc: LaminaError) -> NoReturn:
@@ -15,7 +19,7 @@ def _fail(exc: LaminaError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
-def _service(config_path: str | None):  # type: ignore[no-untyped-def]
+def _service(config_path: str | None) -> MemoryService:
     from lamina import structure
     from lamina_memory.service import MemoryService
     from lamina_memory.settings import Settings
@@ -53,7 +57,7 @@ def import_cmd(config_path: str | None, files: tuple[str, ...]) -> None:
         _fail(exc)
 
 
-def _load(path: str):  # type: ignore[no-untyped-def]
+def _load(path: str) -> list[Memory]:
     from lamina_memory.importing import load_file
 
     return load_file(path)
@@ -74,7 +78,7 @@ def stats(config_path: str | None) -> None:
                 "relations": len(store.relations()),
                 "patterns": len(store.patterns()),
             }
-            click.echo(f"{store.url} (version {store.version()})")
+            click.echo(f"{store.name} (version {store.version()})")
             for kind, n in counts.items():
                 click.echo(f"  {kind}: {n}")
         finally:

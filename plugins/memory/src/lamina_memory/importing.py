@@ -1,6 +1,10 @@
 """Bulk import: memories from JSON (a list) or JSON Lines, one object per memory with a ``kind``.
 
-Every problem names the file, the record (index or line) and the field; nothing is half-imported.
+Every problem names the file, the record (index or line) and the field; nothing is
+half-imported. Refused: text that is not UTF-8, NaN or infinite numbers (``NaN``,
+``Infinity``, ``1e999``), strings a store cannot hold (a NUL, a lone surrogate), nesting
+deeper than 64 levels, and two records of one kind with one id (the second would silently
+replace the first).
 """
 
 from __future__ import annotations
@@ -11,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from lamina import ConfigError, SerdeError, structure
-from lamina_memory.records import KINDS, Chunk, Entity, EpisodicEvent, Memory, Pattern, Relation
+from lamina_memory.content import first_problem
+from lamina_memory.records import (
+    KIND_OF,
+    KINDS,
+    Chunk,
+    Entity,
+    EpisodicEvent,
+    Memory,
+    Pattern,
+    Relation,
+)
 
 CLASSES: dict[str, type] = {
     "event": EpisodicEvent,
@@ -26,6 +40,10 @@ def parse_memory(data: Any, *, where: str) -> Memory:
     """One memory from plain data (``{"kind": ..., ...}``); errors say ``where``."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected an object, got {type(data).__name__}")
+    problem = first_problem(data)
+    if problem is not None:
+        field, what = problem
+        raise ConfigError(f"{where}: field {field}: {what}")
     kind = data.get("kind")
     if kind not in CLASSES:
         raise ConfigError(f"{where}: field kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -39,33 +57,70 @@ def parse_memory(data: Any, *, where: str) -> Memory:
     return memory
 
 
-def parse_memories(records: Iterable[Any], *, source: str) -> list[Memory]:
-    """Every record parsed (all or nothing)."""
-    return [parse_memory(r, where=f"{source} record {i}") for i, r in enumerate(records)]
+def parse_memories(records: Iterable[tuple[str, Any]], *, source: str) -> list[Memory]:
+    """Every ``(where, record)`` parsed, all or nothing; a second record of one kind with an
+    id already seen is an error naming both places."""
+    out: list[Memory] = []
+    seen: dict[tuple[str, str], str] = {}
+    for where, data in records:
+        memory = parse_memory(data, where=f"{source} {where}")
+        key = (KIND_OF[type(memory)], memory.id)
+        first = seen.setdefault(key, where)
+        if first != where:
+            raise ConfigError(
+                f"{source}: {key[0]} id {memory.id!r} is on {first} and again on {where}; ids "
+                "must be unique within one import (nothing was imported)"
+            )
+        out.append(memory)
+    return out
+
+
+def _json(text: str, *, file: str, line: int | None = None) -> Any:
+    """Parsed JSON; bad JSON names the line (``line``: of a JSON Lines record)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if line is None:
+            message = f"not valid JSON (line {exc.lineno}): {exc.msg}"
+        else:
+            message = f"line {line}: not valid JSON: {exc.msg}"
+        raise ConfigError(message, file=file) from exc
+    except RecursionError as exc:
+        where = "data" if line is None else f"line {line}"
+        raise ConfigError(f"{where}: nested too deeply", file=file) from exc
+
+
+def read_text(path: Path) -> str:
+    """The file as text; unreadable or not UTF-8 is a ``ConfigError`` naming the file (and
+    the line and byte of the first bad byte)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read memory import file: {exc.strerror}", file=str(path)
+        ) from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            file=str(path),
+        ) from exc
 
 
 def load_file(path: str | Path) -> list[Memory]:
     """Memories from a ``.json`` file (a list of objects) or a ``.jsonl`` file (one per line)."""
     p = Path(path)
-    try:
-        text = p.read_text("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read memory import file: {exc.strerror}", file=str(p)) from exc
+    text = read_text(p)
     if p.suffix == ".jsonl":
-        out = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"line {n}: not valid JSON: {exc.msg}", file=str(p)) from exc
-            out.append(parse_memory(data, where=f"{p} line {n}"))
-        return out
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"not valid JSON (line {exc.lineno}): {exc.msg}", file=str(p)) from exc
+        records = [
+            (f"line {n}", _json(line, file=str(p), line=n))
+            for n, line in enumerate(text.split("\n"), start=1)
+            if line.strip()
+        ]
+        return parse_memories(records, source=str(p))
+    data = _json(text, file=str(p))
     if not isinstance(data, list):
         raise ConfigError("expected a JSON list of memories", file=str(p))
-    return parse_memories(data, source=str(p))
+    return parse_memories(((f"record {i}", r) for i, r in enumerate(data)), source=str(p))

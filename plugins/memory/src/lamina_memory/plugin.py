@@ -1,7 +1,8 @@
 """Hook implementations: the ``memory`` layer provider and its settings. A failing optional
 source drops out with a warning in the assembly report (``ProviderContext.warn``).
 
-Without a ``[plugins.memory]`` section the plugin is inert: it supplies no provider.
+Without a ``[plugins.memory]`` section the plugin is inert: its settings class says so
+(``lamina.inert_without_section``) and the kernel skips its provider.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from lamina import Block, LaminaConfig, LayerProvider, ProviderContext, hookimpl
+from lamina import MEMORY, Block, LaminaConfig, LayerProvider, ProviderContext, hookimpl
 from lamina_memory.service import MemoryService
 from lamina_memory.settings import Settings
 
@@ -28,12 +29,9 @@ def lamina_settings_class() -> type:
 
 
 @hookimpl
-def lamina_layer_providers(
-    config: LaminaConfig, settings: Settings | None
-) -> Iterable[LayerProvider]:
-    """One optional provider for the memory layer, only when ``[plugins.memory]`` exists."""
-    if settings is None or "memory" not in config.sections:
-        return []
+def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> Iterable[LayerProvider]:
+    """One optional provider for the memory layer (the kernel calls this only when
+    ``[plugins.memory]`` exists)."""
     service = MemoryService(settings, config)
     SERVICES[config.path] = service
 
@@ -47,7 +45,7 @@ def lamina_layer_providers(
         LayerProvider(
             name="memory",
             provide=provide,
-            layers=("memory",),
+            layers=(MEMORY,),
             description="Events, chunks, entities, relations and patterns within a token budget.",
         )
     ]

@@ -1,4 +1,4 @@
-"""The five kinds of memory (seed 003) and the candidates retrieval scores.
+"""The five kinds of memory of the memory framework design, and the candidates retrieval scores.
 
 Every memory carries an ``acl``: the principals that may see it (empty: everyone); see
 ``visible`` for the rule.
@@ -7,7 +7,7 @@ Every memory carries an ``acl``: the principals that may see it (empty: everyone
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from attrs import field, frozen, validators
@@ -23,8 +23,14 @@ def _unit(_inst: object, attr: Any, value: float) -> None:
 
 
 def _aware(_inst: object, attr: Any, value: Any) -> None:
-    if value is not None and value.tzinfo is None:
+    if value is None:
+        return
+    if value.tzinfo is None:
         raise ValueError(f"{attr.name} must carry a timezone, got {value.isoformat()}")
+    try:
+        value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise ValueError(f"{attr.name} {value.isoformat()} is out of range in UTC") from exc
 
 
 @frozen(kw_only=True)
@@ -131,8 +137,9 @@ def visible(acl: tuple[str, ...], who: frozenset[str]) -> bool:
 
 
 def one_line(text: str) -> str:
-    """An item is one line of its section: inner line breaks become spaces."""
-    return " ".join(text.split()) if "\n" in text or "\r" in text else text
+    """An item is one line of its section: line breaks and runs of whitespace become one
+    space (a megabyte of blanks in a memory costs nothing in the prompt)."""
+    return " ".join(text.split())
 
 
 @frozen(kw_only=True)

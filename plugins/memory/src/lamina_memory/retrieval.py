@@ -1,84 +1,30 @@
-"""The five retrieval sources of seed 003, the weighted score, and greedy selection in a budget.
-
-Each source turns a snapshot and the query signals into scored ``Candidate`` s; ``select``
-gives each source its share of the budget, fills what is left by score, and returns what did
-not fit (the compression candidates).
+"""The retrieval sources of the memory framework design: recent events, semantic search
+(``semantic.py``), entities, relations and patterns. Each turns a snapshot and the query into
+scored ``Candidate`` s; ``SOURCE_FUNCS`` is what the service runs, one thread per source.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
-from attrs import evolve, frozen
+from collections.abc import Callable
+from typing import Any
 
 from lamina_memory.index import Snapshot
+from lamina_memory.query import SECTIONS, Filters, Query, fmt_time, overlap, recency
 from lamina_memory.records import Candidate, visible
-from lamina_memory.settings import Settings
-from lamina_memory.signals import QuerySignals, analyse
+from lamina_memory.semantic import source_semantic
+from lamina_memory.signals import analyse
 
-if TYPE_CHECKING:
-    import numpy as np
-
-SECTIONS = {
-    "recent": "Recent Activity",
-    "semantic": "Relevant Content",
-    "entities": "Known Entities",
-    "relations": "Relationships",
-    "patterns": "Applicable Patterns",
-    "additional": "Additional Context",
-}
-SECTION_ORDER = tuple(SECTIONS.values())
-
-
-@frozen(kw_only=True)
-class Filters:
-    """What the caller excludes: older than ``since``, other event/entity types, given ids."""
-
-    since: datetime | None = None
-    event_types: tuple[str, ...] = ()
-    entity_types: tuple[str, ...] = ()
-    exclude_ids: frozenset[str] = frozenset()
-
-
-@frozen(kw_only=True)
-class Query:
-    """Everything a source needs for one request."""
-
-    signals: QuerySignals
-    session: str
-    now: datetime
-    who: frozenset[str]
-    filters: Filters
-    settings: Settings
-    query_vector: Any = None  # np.ndarray | None
-    #: The store's own nearest-neighbour search (pgvector), when it has one: ``(vector, k)``
-    #: → ``[(chunk id, cosine similarity)]``. Without it, dense search runs over the snapshot.
-    nearest: Callable[[Any, int], list[tuple[str, float]]] | None = None
-
-
-def recency(when: datetime | None, now: datetime, half_life_hours: float) -> float:
-    """Exponential decay: 1.0 now, 0.5 one half-life ago; undated memories score 0."""
-    if when is None:
-        return 0.0
-    age = max(0.0, (now - when).total_seconds() / 3600.0)
-    return math.pow(0.5, age / half_life_hours)
-
-
-def _overlap(keywords: Sequence[str], text: str) -> float:
-    if not keywords:
-        return 0.0
-    terms = set(analyse(text))
-    return sum(1 for k in keywords if k in terms) / len(keywords)
-
-
-def _fmt_time(when: datetime | None) -> str:
-    return "" if when is None else when.strftime("%Y-%m-%d %H:%M")
-
-
-# -- sources -------------------------------------------------------------------------------
+__all__ = [
+    "SOURCE_FUNCS",
+    "Filters",
+    "Query",
+    "recency",
+    "source_entities",
+    "source_patterns",
+    "source_recent",
+    "source_relations",
+    "source_semantic",
+]
 
 
 def source_recent(snap: Snapshot, q: Query) -> list[Candidate]:
@@ -106,7 +52,7 @@ def source_recent(snap: Snapshot, q: Query) -> list[Candidate]:
     ][-s.recent_limit :]
     out = []
     for e in [*mine, *highlights]:
-        rel = _overlap(q.signals.keywords, e.text)
+        rel = overlap(q.signals.keywords, e.text)
         if e.type in q.signals.event_types:
             rel = min(1.0, rel + 0.25)
         tag = e.type if e.session == q.session else f"{e.type}, session {e.session}"
@@ -116,97 +62,13 @@ def source_recent(snap: Snapshot, q: Query) -> list[Candidate]:
                 key=f"event:{e.id}",
                 source="recent",
                 section=SECTIONS["recent"],
-                text=f"[{_fmt_time(e.time)}] ({tag}) {e.text}{outcome}",
+                text=f"[{fmt_time(e.time)}] ({tag}) {e.text}{outcome}",
                 relevance=rel,
                 recency=recency(e.time, q.now, s.half_life_hours),
                 salience=e.salience,
                 kind="event",
                 source_id=e.id,
                 time=e.time,
-            )
-        )
-    return out
-
-
-def _rank(scores: np.ndarray, mask: np.ndarray, limit: int) -> list[int]:
-    import numpy as np
-
-    idx = np.flatnonzero(mask & (scores > 0))
-    if idx.size == 0:
-        return []
-    top = idx[np.argsort(-scores[idx], kind="stable")[:limit]]
-    return [int(i) for i in top]
-
-
-#: How many more neighbours to ask the store for than are kept: the caller's permissions and
-#: filters apply after the store's search.
-NEAREST_OVERFETCH = 4
-
-
-def _dense_order(snap: Snapshot, q: Query, mask: np.ndarray) -> list[int]:
-    """Chunk positions by cosine similarity to the query: the store's own index (pgvector)
-    when it has one, else the snapshot's matrix."""
-    import numpy as np
-
-    limit = q.settings.semantic_limit
-    if q.nearest is not None:
-        hits = q.nearest(q.query_vector, limit * NEAREST_OVERFETCH)
-        order = [snap.chunk_pos[cid] for cid, _ in hits if cid in snap.chunk_pos]
-        return [i for i in order if mask[i]][:limit]
-    if snap.dim is None:
-        return []
-    dense = snap.vectors @ q.query_vector
-    dense = np.where(snap.has_vector, dense + 1.0, 0.0)  # cosine in -1..1 → 0..2, >0
-    return _rank(dense, mask, limit)
-
-
-def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
-    """BM25 over chunks, fused with dense similarity (reciprocal rank fusion) when a query
-    vector exists, with optional neighbouring chunks of the best hits."""
-    import numpy as np
-
-    s, f = q.settings, q.filters
-    n = len(snap.chunks)
-    if n == 0:
-        return []
-    mask = snap.chunk_mask(q.who, f.since, f.exclude_ids)
-    lex = snap.lexical.scores(q.signals.keywords)
-    fused = np.zeros(n, dtype=np.float64)
-    for rank, i in enumerate(_rank(lex, mask, s.semantic_limit)):
-        fused[i] += 1.0 / (s.rrf_k + rank + 1)
-    if q.query_vector is not None and s.dense_weight > 0:
-        for rank, i in enumerate(_dense_order(snap, q, mask)):
-            fused[i] += s.dense_weight / (s.rrf_k + rank + 1)
-    order = _rank(fused, mask, s.semantic_limit)
-    if not order:
-        return []
-    top = fused[order[0]]
-    chosen: dict[int, float] = {i: float(fused[i] / top) for i in order}
-    if s.neighbours:
-        for i in list(order):
-            c = snap.chunks[i]
-            for d in range(1, s.neighbours + 1):
-                for j in (i - d, i + d):
-                    if 0 <= j < n and mask[j] and snap.chunks[j].session == c.session:
-                        near = chosen[i] * 0.5 / d
-                        if near > chosen.get(j, 0.0):
-                            chosen[j] = near
-    out = []
-    for i, rel in chosen.items():
-        c = snap.chunks[i]
-        text = f"[{_fmt_time(c.time)}] {c.text}" if s.show_dates and c.time else c.text
-        out.append(
-            Candidate(
-                key=f"chunk:{c.id}",
-                source="semantic",
-                section=SECTIONS["semantic"],
-                text=text,
-                relevance=rel,
-                recency=recency(c.time, q.now, s.half_life_hours),
-                salience=c.salience,
-                kind="chunk",
-                source_id=c.id,
-                time=c.time,
             )
         )
     return out
@@ -317,85 +179,3 @@ SOURCE_FUNCS: dict[str, Callable[[Snapshot, Query], list[Candidate]]] = {
     "relations": source_relations,
     "patterns": source_patterns,
 }
-
-
-# -- scoring and selection ---------------------------------------------------------------------
-
-
-def score(c: Candidate, weights: tuple[float, float, float]) -> float:
-    """The weighted final score: recency, relevance, salience (weights sum to 1)."""
-    w_rec, w_rel, w_sal = weights
-    return w_rec * c.recency + w_rel * c.relevance + w_sal * c.salience
-
-
-@frozen(kw_only=True)
-class Selection:
-    """What fits (in injection order) and what did not (best first)."""
-
-    chosen: tuple[Candidate, ...]
-    overflow: tuple[Candidate, ...]
-    used: int
-    budget: int
-
-
-def select(
-    candidates: dict[str, list[Candidate]],
-    *,
-    budget: int,
-    shares: dict[str, float],
-    weights: tuple[float, float, float],
-    cost: Callable[[Candidate, bool], int],
-) -> Selection:
-    """Greedy selection: each source first fills its share (best score first, skipping what
-    does not fit), then the remaining budget goes to the best leftovers of any source.
-
-    ``cost(candidate, first_in_section)`` is the candidate's rendered size in tokens (the
-    section title is charged to the first item of a section).
-    """
-    points = {c.key: score(c, weights) for cands in candidates.values() for c in cands}
-    scored = {
-        src: sorted(cands, key=lambda c: (-points[c.key], c.key))
-        for src, cands in candidates.items()
-    }
-    taken: dict[str, Candidate] = {}
-    sections: set[str] = set()
-    used = 0
-
-    def take(c: Candidate, limit: int) -> int:
-        first = c.section not in sections
-        t = cost(c, first)
-        if used + t > budget or t > limit:
-            return 0
-        taken[c.key] = evolve(c, score=points[c.key], tokens=t)
-        sections.add(c.section)
-        return t
-
-    total_share = sum(shares.get(s, 0.0) for s in scored) or 1.0
-    for src, cands in scored.items():
-        allowance = int(budget * shares.get(src, 0.0) / total_share)
-        spent = 0
-        for c in cands:
-            if c.key in taken:
-                continue
-            t = take(c, allowance - spent)
-            spent += t
-            used += t
-    pool = sorted(
-        (c for cands in scored.values() for c in cands if c.key not in taken),
-        key=lambda c: (-points[c.key], c.key),
-    )
-    overflow = []
-    for c in pool:
-        if c.key in taken:
-            continue
-        if budget - used <= 0:
-            overflow.append(c)
-            continue
-        t = take(c, budget - used)
-        if t:
-            used += t
-        else:
-            overflow.append(c)
-    order = {name: i for i, name in enumerate(SECTION_ORDER)}
-    chosen = sorted(taken.values(), key=lambda c: (order.get(c.section, 99), -c.score, c.key))
-    return Selection(chosen=tuple(chosen), overflow=tuple(overflow), used=used, budget=budget)

@@ -6,6 +6,8 @@ from typing import Any
 
 from attrs import field, frozen, validators
 
+from lamina import inert_without_section
+
 SOURCES = ("recent", "semantic", "entities", "relations", "patterns")
 DEFAULT_SHARES = {
     "recent": 0.25,
@@ -42,9 +44,11 @@ def _weights(_inst: object, _attr: object, value: tuple[float, ...] | None) -> N
         raise ValueError("weights are three non-negative numbers: recency, relevance, salience")
 
 
+@inert_without_section
 @frozen(kw_only=True)
 class Settings:
-    """Every key of ``[plugins.memory]`` (see the plugin's README for the reference table)."""
+    """Every key of ``[plugins.memory]`` (see the plugin's README for the reference table).
+    Without the section the plugin is inert: the kernel skips its layer provider."""
 
     store: str = "sqlite:///.lamina/memory.db"
     import_files: tuple[str, ...] = ()

@@ -1,4 +1,4 @@
-"""Query signals (seed 003): keywords, mentioned entities, intent, relevant event types.
+"""Query signals of the memory framework design: keywords, mentioned entities, intent, relevant event types.
 
 Also the lexical analyser BM25 and keyword matching share: lower-cased words, English stop
 words dropped, a light suffix stemmer (no dictionary, no download).
@@ -79,7 +79,7 @@ _INTENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 
-#: Event types that matter most to each intent (seed 003's "relevant event types").
+#: Event types that matter most to each intent (the memory framework design's "relevant event types").
 INTENT_EVENT_TYPES: dict[str, tuple[str, ...]] = {
     "fix": ("error", "tool_result", "test", "fix"),
     "action": ("tool_call", "tool_result", "decision"),

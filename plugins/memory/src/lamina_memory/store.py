@@ -1,4 +1,5 @@
-"""Memory stores: the embedded SQLite default (created on first use) and how a URL picks one.
+"""Memory stores: one store over a dialect-aware ``Database`` (the embedded SQLite default,
+created on first use, or PostgreSQL with pgvector at scale), and how a URL picks one.
 
 A store holds the five kinds of memory and answers the few reads retrieval needs; retrieval
 itself works on an in-memory ``Snapshot`` rebuilt only when the store's ``version`` moves.
@@ -6,40 +7,72 @@ itself works on an in-memory ``Snapshot`` rebuilt only when the store's ``versio
 
 from __future__ import annotations
 
-import json
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from lamina import ConfigError, LaminaError
+from attrs import frozen
+
+from lamina import ConfigError
+from lamina_memory.db import Database
+from lamina_memory.errors import MemoryStoreError
 from lamina_memory.records import (
     KIND_OF,
     Chunk,
     Entity,
     EpisodicEvent,
+    Kind,
     Memory,
     Pattern,
     Relation,
 )
+from lamina_memory.rows import RowMapping, vector_text
+
+__all__ = [
+    "SCHEMES",
+    "Contents",
+    "MemoryStoreError",
+    "PostgresStore",
+    "SQLStore",
+    "SQLiteStore",
+    "Store",
+    "check_dims",
+    "check_url",
+    "open_store",
+]
+
+SCHEMES = ("sqlite", "postgresql", "postgres", "memory")
+#: Serialises schema creation by concurrent processes on one PostgreSQL database.
+_PG_SCHEMA_LOCK = 7_423_013_003
 
 
-class MemoryStoreError(LaminaError):
-    """A store that cannot be opened or reached, or data it refuses (names the store)."""
+@frozen(kw_only=True)
+class Contents:
+    """Everything a store holds at one ``version``, read in one transaction."""
+
+    version: int
+    events: list[EpisodicEvent]
+    chunks: list[Chunk]
+    entities: list[Entity]
+    relations: list[Relation]
+    patterns: list[Pattern]
 
 
 class Store(Protocol):
-    """What retrieval asks of a store."""
+    """What the service and retrieval ask of a store."""
 
     url: str
+    name: str
 
     def add(self, memories: Iterable[Memory]) -> int: ...
+
+    def write(self, memories: Iterable[Memory]) -> int: ...
 
     def version(self) -> int: ...
 
     def embedding_dim(self) -> int | None: ...
+
+    def contents(self) -> Contents: ...
 
     def events(self) -> list[EpisodicEvent]: ...
 
@@ -51,24 +84,34 @@ class Store(Protocol):
 
     def patterns(self) -> list[Pattern]: ...
 
+    @property
+    def indexes_vectors(self) -> bool: ...
+
+    def nearest(self, vector: Iterable[float], k: int) -> list[tuple[str, float]]: ...
+
     def close(self) -> None: ...
 
 
-SCHEMES = ("sqlite", "postgresql", "postgres", "memory")
-
-
-def open_store(url: str, *, root: Path | None = None) -> Store:
-    """The store a URL names: ``sqlite:///path`` (relative to ``root``), ``memory:`` (SQLite in
-    memory) or ``postgresql://…`` (pgvector). Anything else is a ``ConfigError``."""
-    scheme, sep, rest = url.partition(":")
+def check_url(url: str) -> str:
+    """The scheme of a store URL; anything but ``sqlite``, ``memory`` or ``postgresql`` is a
+    ``ConfigError`` naming ``plugins.memory.store``."""
+    scheme, sep, _rest = url.partition(":")
     if not sep or scheme not in SCHEMES:
         raise ConfigError(
             f"unknown memory store URL {url!r}; use sqlite:///PATH, memory: or postgresql://…",
             key="plugins.memory.store",
         )
+    return scheme
+
+
+def open_store(url: str, *, root: Path | None = None) -> SQLStore:
+    """The store a URL names: ``sqlite:///path`` (relative to ``root``), ``memory:`` (SQLite in
+    memory) or ``postgresql://…`` (pgvector). Anything else is a ``ConfigError``."""
+    scheme = check_url(url)
     if scheme == "memory":
         return SQLiteStore(":memory:", url=url)
     if scheme == "sqlite":
+        rest = url.partition(":")[2]
         path = rest.removeprefix("//")
         if path.startswith("/") and not rest.startswith("////"):
             path = path[1:]  # sqlite:///rel → rel ; sqlite:////abs → /abs
@@ -76,20 +119,7 @@ def open_store(url: str, *, root: Path | None = None) -> Store:
         if not p.is_absolute():
             p = (root or Path.cwd()) / p
         return SQLiteStore(str(p), url=url)
-    from lamina_memory.pgstore import PostgresStore
-
     return PostgresStore(url)
-
-
-# -- encoding rows -------------------------------------------------------------------------
-
-
-def ts(value: datetime | None) -> float | None:
-    return None if value is None else value.timestamp()
-
-
-def dt(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
 def check_dims(chunks: Sequence[Chunk], known: int | None, where: str) -> int | None:
@@ -108,205 +138,150 @@ def check_dims(chunks: Sequence[Chunk], known: int | None, where: str) -> int | 
     return dim
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS events (
-  id TEXT PRIMARY KEY, type TEXT NOT NULL, text TEXT NOT NULL, time REAL NOT NULL,
-  session TEXT NOT NULL, outcome TEXT, salience REAL NOT NULL, task TEXT, acl TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS events_session_time ON events(session, time);
-CREATE TABLE IF NOT EXISTS chunks (
-  id TEXT PRIMARY KEY, text TEXT NOT NULL, time REAL, session TEXT NOT NULL, source TEXT,
-  embedding BLOB, salience REAL NOT NULL, acl TEXT NOT NULL, seq INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS entities (
-  id TEXT PRIMARY KEY, type TEXT NOT NULL, name TEXT NOT NULL, properties TEXT NOT NULL,
-  salience REAL NOT NULL, acl TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS relations (
-  id TEXT PRIMARY KEY, source TEXT NOT NULL, target TEXT NOT NULL, type TEXT NOT NULL,
-  weight REAL NOT NULL, acl TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS patterns (
-  id TEXT PRIMARY KEY, text TEXT NOT NULL, keywords TEXT NOT NULL, intent TEXT NOT NULL,
-  successes INTEGER NOT NULL, applications INTEGER NOT NULL, acl TEXT NOT NULL);
-"""
+class SQLStore:
+    """The five kinds of memory in one database, either dialect; writes are upserts by id in
+    one transaction, and every write moves the store's ``version``."""
 
-
-class SQLiteStore:
-    """The embedded default: one SQLite file (numpy holds the vectors once loaded)."""
-
-    def __init__(self, path: str, *, url: str | None = None) -> None:
-        self.url = url or f"sqlite:///{path}"
-        self.path = path
-        self._lock = threading.Lock()
+    def __init__(self, db: Database, *, url: str) -> None:
+        self.url = url
+        #: The URL fit to print (without a password).
+        self.name = db.name
+        self.db = db
+        self.rows = RowMapping(db.dialect)
         try:
-            if path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, check_same_thread=False)
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise MemoryStoreError(f"cannot open memory store {self.url!r}: {exc}") from exc
-        self._version = 0
+            with db.write():
+                if db.dialect == "postgres":
+                    db.execute("SELECT pg_advisory_xact_lock(?)", (_PG_SCHEMA_LOCK,))
+                for statement in self.rows.schema():
+                    db.execute(statement)
+        except MemoryStoreError:
+            db.close()
+            raise
+
+    @property
+    def indexes_vectors(self) -> bool:
+        """Whether ``nearest`` asks the database's own vector index (pgvector)."""
+        return self.db.dialect == "postgres"
 
     def _meta(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.db.one(f"SELECT value FROM {self.rows.meta} WHERE key = ?", (key,))
         return None if row is None else str(row[0])
 
+    def _set_meta(self, key: str, value: str) -> None:
+        self.db.execute(
+            f"INSERT INTO {self.rows.meta} (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
     def version(self) -> int:
-        with self._lock:
+        with self.db.read():
             return int(self._meta("version") or 0)
 
     def embedding_dim(self) -> int | None:
-        with self._lock:
+        with self.db.read():
             v = self._meta("dim")
             return None if v is None else int(v)
 
     def add(self, memories: Iterable[Memory]) -> int:
         """Insert or replace memories (by id) in one transaction; returns how many."""
-        import numpy as np
-
         items = list(memories)
-        for m in items:
-            if type(m) not in KIND_OF:
-                raise MemoryStoreError(f"{self.url}: cannot store {type(m).__name__}")
-        with self._lock, self._db:
-            chunks = [m for m in items if isinstance(m, Chunk)]
-            known = self._meta("dim")
-            dim = check_dims(chunks, None if known is None else int(known), self.url)
-            if dim is not None and known is None:
-                self._db.execute("INSERT INTO meta VALUES ('dim', ?)", (str(dim),))
-            seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM chunks").fetchone()[0]
-            for m in items:
-                acl = json.dumps(list(m.acl))
-                if isinstance(m, EpisodicEvent):
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?,?,?,?)",
-                        (
-                            m.id,
-                            m.type,
-                            m.text,
-                            ts(m.time),
-                            m.session,
-                            m.outcome,
-                            m.salience,
-                            m.task,
-                            acl,
-                        ),
-                    )
-                elif isinstance(m, Chunk):
-                    seq += 1
-                    blob = (
-                        None
-                        if m.embedding is None
-                        else np.asarray(m.embedding, dtype=np.float32).tobytes()
-                    )
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?,?,?)",
-                        (m.id, m.text, ts(m.time), m.session, m.source, blob, m.salience, acl, seq),
-                    )
-                elif isinstance(m, Entity):
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO entities VALUES (?,?,?,?,?,?)",
-                        (m.id, m.type, m.name, json.dumps(m.properties), m.salience, acl),
-                    )
-                elif isinstance(m, Relation):
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO relations VALUES (?,?,?,?,?,?)",
-                        (m.id, m.source, m.target, m.type, m.weight, acl),
-                    )
-                else:
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO patterns VALUES (?,?,?,?,?,?,?)",
-                        (
-                            m.id,
-                            m.text,
-                            json.dumps(list(m.keywords)),
-                            m.intent,
-                            m.successes,
-                            m.applications,
-                            acl,
-                        ),
-                    )
-            v = int(self._meta("version") or 0) + 1
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(v),))
+        self.write(items)
         return len(items)
 
-    def _rows(self, sql: str) -> list[Any]:
-        with self._lock:
-            return self._db.execute(sql).fetchall()
+    def write(self, memories: Iterable[Memory]) -> int:
+        """Insert or replace memories (by id) in one transaction; returns the version this write
+        made. A replaced chunk keeps its place in the chunks' order."""
+        items = list(memories)
+        where = self.db.name
+        rows = [self.rows.row(m, where=where) for m in items]  # refuses bad data up front
+        db = self.db
+        with db.write():
+            if db.dialect == "postgres":  # one writer at a time: versions and seq stay dense
+                db.execute(f"LOCK TABLE {self.rows.meta} IN EXCLUSIVE MODE")
+            known = self._meta("dim")
+            chunks = [m for m in items if isinstance(m, Chunk)]
+            dim = check_dims(chunks, None if known is None else int(known), where)
+            if dim is not None and known is None:
+                self._set_meta("dim", str(dim))
+            found = db.one(f"SELECT COALESCE(MAX(seq), 0) FROM {self.rows.table('chunk')}")
+            seq = int(found[0]) if found else 0
+            for m, row in zip(items, rows, strict=True):
+                if isinstance(m, Chunk):
+                    seq += 1
+                    row = (*row[:-1], seq)
+                db.execute(self.rows.upsert(KIND_OF[type(m)]), row)
+            version = int(self._meta("version") or 0) + 1
+            self._set_meta("version", str(version))
+        return version
+
+    def _read(self, kind: Kind) -> list[Any]:
+        return [self.rows.record(kind, r) for r in self.db.rows(self.rows.select(kind))]
+
+    def contents(self) -> Contents:
+        """Everything, read in one transaction (so the version matches what was read)."""
+        with self.db.read():
+            return Contents(
+                version=int(self._meta("version") or 0),
+                events=self._read("event"),
+                chunks=self._read("chunk"),
+                entities=self._read("entity"),
+                relations=self._read("relation"),
+                patterns=self._read("pattern"),
+            )
 
     def events(self) -> list[EpisodicEvent]:
-        return [
-            EpisodicEvent(
-                id=r[0],
-                type=r[1],
-                text=r[2],
-                time=datetime.fromtimestamp(r[3], UTC),
-                session=r[4],
-                outcome=r[5],
-                salience=r[6],
-                task=r[7],
-                acl=tuple(json.loads(r[8])),
-            )
-            for r in self._rows("SELECT * FROM events ORDER BY time, id")
-        ]
+        with self.db.read():
+            return self._read("event")
 
     def chunks(self) -> list[Chunk]:
-        import numpy as np
-
-        return [
-            Chunk(
-                id=r[0],
-                text=r[1],
-                time=dt(r[2]),
-                session=r[3],
-                source=r[4],
-                embedding=None
-                if r[5] is None
-                else tuple(np.frombuffer(r[5], dtype=np.float32).tolist()),
-                salience=r[6],
-                acl=tuple(json.loads(r[7])),
-            )
-            for r in self._rows("SELECT * FROM chunks ORDER BY seq")
-        ]
+        with self.db.read():
+            return self._read("chunk")
 
     def entities(self) -> list[Entity]:
-        return [
-            Entity(
-                id=r[0],
-                type=r[1],
-                name=r[2],
-                properties=json.loads(r[3]),
-                salience=r[4],
-                acl=tuple(json.loads(r[5])),
-            )
-            for r in self._rows("SELECT * FROM entities ORDER BY id")
-        ]
+        with self.db.read():
+            return self._read("entity")
 
     def relations(self) -> list[Relation]:
-        return [
-            Relation(
-                id=r[0],
-                source=r[1],
-                target=r[2],
-                type=r[3],
-                weight=r[4],
-                acl=tuple(json.loads(r[5])),
-            )
-            for r in self._rows("SELECT * FROM relations ORDER BY id")
-        ]
+        with self.db.read():
+            return self._read("relation")
 
     def patterns(self) -> list[Pattern]:
-        return [
-            Pattern(
-                id=r[0],
-                text=r[1],
-                keywords=tuple(json.loads(r[2])),
-                intent=r[3],
-                successes=r[4],
-                applications=r[5],
-                acl=tuple(json.loads(r[6])),
+        with self.db.read():
+            return self._read("pattern")
+
+    def nearest(self, vector: Iterable[float], k: int) -> list[tuple[str, float]]:
+        """The ``k`` chunks closest to ``vector`` by cosine distance (pgvector ``<=>``)."""
+        if not self.indexes_vectors:
+            raise MemoryStoreError(f"{self.name}: this store has no vector index")
+        v = vector_text(list(vector))
+        with self.db.read():
+            found = self.db.rows(
+                f"SELECT id, 1 - (embedding <=> ?::vector) FROM {self.rows.table('chunk')} "
+                "WHERE embedding IS NOT NULL ORDER BY embedding <=> ?::vector, id LIMIT ?",
+                (v, v, k),
             )
-            for r in self._rows("SELECT * FROM patterns ORDER BY id")
-        ]
+        return [(str(r[0]), float(r[1])) for r in found]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self.db.close()
+
+
+class SQLiteStore(SQLStore):
+    """The embedded default: one SQLite file, or ``:memory:``."""
+
+    def __init__(self, path: str, *, url: str | None = None) -> None:
+        self.path = path
+        name = url or f"sqlite:///{path}"
+        super().__init__(Database.sqlite(path, name=name), url=name)
+
+
+class PostgresStore(SQLStore):
+    """Memories in PostgreSQL, chunk vectors in a pgvector column (the ``postgres`` extra;
+    the store creates the ``vector`` extension if it may)."""
+
+    def __init__(self, url: str, *, connect_timeout: int = 5) -> None:
+        super().__init__(Database.postgres(url, connect_timeout=connect_timeout), url=url)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.name!r})"

@@ -1,0 +1,156 @@
+"""One connection to a memory store's database, an SQLite file or a PostgreSQL server: its
+dialect, its transactions and both drivers' errors, so the store above it is written once."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, Literal
+
+from lamina import ConfigError
+from lamina_memory.errors import MemoryStoreError
+
+Dialect = Literal["sqlite", "postgres"]
+
+
+def display_name(url: str) -> str:
+    """``url`` fit to print: without its password."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def db_errors() -> tuple[type[BaseException], ...]:
+    """The driver exceptions that mean "the database failed" (psycopg's only when installed)."""
+    errors: list[type[BaseException]] = [sqlite3.Error]
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - the postgres extra is optional
+        return tuple(errors)
+    errors.append(psycopg.Error)
+    return tuple(errors)
+
+
+def explain(exc: BaseException) -> str:
+    """A driver error's first line, with its type."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+class Database:
+    """A connection in autocommit mode; ``read()`` and ``write()`` open the transactions.
+
+    One lock serialises the connection between threads (the service's source threads and a
+    host writing memories); across processes the database itself serialises writers.
+    """
+
+    def __init__(self, conn: Any, *, dialect: Dialect, name: str) -> None:
+        self.conn, self.dialect, self.name = conn, dialect, name
+        self.lock = threading.RLock()
+        self._depth = 0
+
+    @classmethod
+    def sqlite(cls, path: str, *, name: str) -> Database:
+        """An SQLite file (its folder created), or ``:memory:``."""
+        try:
+            if path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5)
+            conn.execute("PRAGMA busy_timeout = 5000")
+        except (sqlite3.Error, OSError) as exc:
+            raise MemoryStoreError(f"cannot open memory store {name!r}: {exc}") from exc
+        return cls(conn, dialect="sqlite", name=name)
+
+    @classmethod
+    def postgres(cls, url: str, *, connect_timeout: int = 5) -> Database:
+        """A PostgreSQL server (needs the ``postgres`` extra)."""
+        name = display_name(url)
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise ConfigError(
+                "a postgresql:// memory store needs psycopg: install lamina-memory[postgres]",
+                key="plugins.memory.store",
+            ) from exc
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
+        except psycopg.Error as exc:
+            raise MemoryStoreError(
+                f"cannot reach memory store {name!r}: {str(exc).strip()}"
+            ) from exc
+        return cls(conn, dialect="postgres", name=name)
+
+    def close(self) -> None:
+        with self.lock, suppress(Exception):  # closing a broken connection
+            self.conn.close()
+
+    # -- statements ----------------------------------------------------------------------
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement (``?`` placeholders in either dialect)."""
+        if self.dialect == "postgres":
+            cur = self.conn.cursor()
+            cur.execute(text.replace("?", "%s"), tuple(params))
+            return cur
+        return self.conn.execute(text, tuple(params))
+
+    def rows(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.execute(text, params).fetchall()]
+
+    def one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        found = self.rows(text, params)
+        return found[0] if found else None
+
+    # -- transactions --------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[Database]:
+        """One consistent snapshot for the block's reads."""
+        with self.lock:
+            if self._depth:  # inside a write: read what it has written so far
+                yield self
+                return
+            try:
+                self.execute(
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                    if self.dialect == "postgres"
+                    else "BEGIN"
+                )
+            except db_errors() as exc:
+                raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
+            try:
+                yield self
+            except db_errors() as exc:
+                raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
+            finally:
+                with suppress(*db_errors()):
+                    self.execute("ROLLBACK")
+
+    @contextmanager
+    def write(self) -> Iterator[Database]:
+        """One transaction: everything in the block is written, or nothing is; a writer in
+        another process waits (SQLite's ``BEGIN IMMEDIATE``; on PostgreSQL the store locks)."""
+        with self.lock:
+            if self._depth:
+                yield self
+                return
+            try:
+                self.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+            except db_errors() as exc:
+                raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
+            self._depth = 1
+            try:
+                yield self
+                self.execute("COMMIT")
+            except BaseException as exc:
+                with suppress(*db_errors()):  # the connection itself may have failed
+                    self.execute("ROLLBACK")
+                if isinstance(exc, db_errors()):
+                    raise MemoryStoreError(
+                        f"memory store {self.name!r}: nothing was written ({explain(exc)})"
+                    ) from exc
+                raise
+            finally:
+                self._depth = 0

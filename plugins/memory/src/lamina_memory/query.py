@@ -1,0 +1,71 @@
+"""What one request asks of retrieval: its signals, caller, filters and settings, and the
+rules every source shares (section titles, recency decay, keyword overlap)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from attrs import frozen
+
+from lamina_memory.settings import Settings
+from lamina_memory.signals import QuerySignals, analyse
+
+SECTIONS = {
+    "recent": "Recent Activity",
+    "semantic": "Relevant Content",
+    "entities": "Known Entities",
+    "relations": "Relationships",
+    "patterns": "Applicable Patterns",
+    "additional": "Additional Context",
+}
+SECTION_ORDER = tuple(SECTIONS.values())
+
+
+@frozen(kw_only=True)
+class Filters:
+    """What the caller excludes: older than ``since``, other event/entity types, given ids."""
+
+    since: datetime | None = None
+    event_types: tuple[str, ...] = ()
+    entity_types: tuple[str, ...] = ()
+    exclude_ids: frozenset[str] = frozenset()
+
+
+@frozen(kw_only=True)
+class Query:
+    """Everything a source needs for one request."""
+
+    signals: QuerySignals
+    session: str
+    now: datetime
+    who: frozenset[str]
+    filters: Filters
+    settings: Settings
+    query_vector: Any = None  # np.ndarray | None
+    #: The store's own nearest-neighbour search (pgvector), when it has one: ``(vector, k)``
+    #: → ``[(chunk id, cosine similarity)]``. Without it, dense search runs over the snapshot.
+    nearest: Callable[[Any, int], list[tuple[str, float]]] | None = None
+
+
+def recency(when: datetime | None, now: datetime, half_life_hours: float) -> float:
+    """Exponential decay: 1.0 now, 0.5 one half-life ago; undated memories score 0."""
+    if when is None:
+        return 0.0
+    age = max(0.0, (now - when).total_seconds() / 3600.0)
+    return math.pow(0.5, age / half_life_hours)
+
+
+def overlap(keywords: Sequence[str], text: str) -> float:
+    """The share of ``keywords`` among ``text``'s analysed terms."""
+    if not keywords:
+        return 0.0
+    terms = set(analyse(text))
+    return sum(1 for k in keywords if k in terms) / len(keywords)
+
+
+def fmt_time(when: datetime | None) -> str:
+    """A memory's time as items show it (minutes, no zone); empty when undated."""
+    return "" if when is None else when.strftime("%Y-%m-%d %H:%M")

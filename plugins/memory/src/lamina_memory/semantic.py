@@ -1,0 +1,99 @@
+"""The semantic source: BM25 over the chunks, fused with dense similarity by reciprocal rank
+fusion when a query vector exists, plus the neighbouring chunks of the best hits."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lamina_memory.index import ChunkIndex, Snapshot
+from lamina_memory.query import SECTIONS, Query, fmt_time, recency
+from lamina_memory.records import Candidate
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def _rank(scores: np.ndarray, mask: np.ndarray, limit: int) -> list[int]:
+    import numpy as np
+
+    idx = np.flatnonzero(mask & (scores > 0))
+    if idx.size == 0:
+        return []
+    top = idx[np.argsort(-scores[idx], kind="stable")[:limit]]
+    return [int(i) for i in top]
+
+
+#: How many more neighbours to ask the store for than are kept: the caller's permissions and
+#: filters apply after the store's search.
+NEAREST_OVERFETCH = 4
+
+
+def _dense_order(idx: ChunkIndex, q: Query, mask: np.ndarray) -> list[int]:
+    """Chunk positions by cosine similarity to the query: the store's own index (pgvector)
+    when it has one, else the snapshot's matrix."""
+    import numpy as np
+
+    limit = q.settings.semantic_limit
+    if q.nearest is not None:
+        hits = q.nearest(q.query_vector, limit * NEAREST_OVERFETCH)
+        order = [idx.chunk_pos[cid] for cid, _ in hits if cid in idx.chunk_pos]
+        return [i for i in order if mask[i]][:limit]
+    if idx.dim is None:
+        return []
+    dense = idx.vectors @ q.query_vector
+    dense = np.where(idx.has_vector, dense + 1.0, 0.0)  # cosine in -1..1 → 0..2, >0
+    return _rank(dense, mask, limit)
+
+
+def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
+    """BM25 over chunks, fused with dense similarity (reciprocal rank fusion) when a query
+    vector exists, with optional neighbouring chunks of the best hits."""
+    import numpy as np
+
+    s, f = q.settings, q.filters
+    idx = snap.index  # one view for the whole query, whatever is folded in meanwhile
+    chunks = idx.chunks
+    n = len(chunks)
+    if n == 0:
+        return []
+    mask = idx.mask(q.who, f.since, f.exclude_ids)
+    lex = idx.lexical.scores(q.signals.keywords)
+    fused = np.zeros(n, dtype=np.float64)
+    for rank, i in enumerate(_rank(lex, mask, s.semantic_limit)):
+        fused[i] += 1.0 / (s.rrf_k + rank + 1)
+    if q.query_vector is not None and s.dense_weight > 0:
+        for rank, i in enumerate(_dense_order(idx, q, mask)):
+            fused[i] += s.dense_weight / (s.rrf_k + rank + 1)
+    order = _rank(fused, mask, s.semantic_limit)
+    if not order:
+        return []
+    top = fused[order[0]]
+    chosen: dict[int, float] = {i: float(fused[i] / top) for i in order}
+    if s.neighbours:
+        for i in list(order):
+            c = chunks[i]
+            for d in range(1, s.neighbours + 1):
+                for j in (i - d, i + d):
+                    if 0 <= j < n and mask[j] and chunks[j].session == c.session:
+                        near = chosen[i] * 0.5 / d
+                        if near > chosen.get(j, 0.0):
+                            chosen[j] = near
+    out = []
+    for i, rel in chosen.items():
+        c = chunks[i]
+        text = f"[{fmt_time(c.time)}] {c.text}" if s.show_dates and c.time else c.text
+        out.append(
+            Candidate(
+                key=f"chunk:{c.id}",
+                source="semantic",
+                section=SECTIONS["semantic"],
+                text=text,
+                relevance=rel,
+                recency=recency(c.time, q.now, s.half_life_hours),
+                salience=c.salience,
+                kind="chunk",
+                source_id=c.id,
+                time=c.time,
+            )
+        )
+    return out
