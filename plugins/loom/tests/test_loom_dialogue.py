@@ -1,11 +1,10 @@
-"""Dialogue mode: system context order, multi-source edges, exclusion, merging, the seed's
+"""Dialogue mode: system context order, multi-source edges, exclusion, merging, the Loom design's
 truncation strategies and guarantees, per-tree preferences, system delivery."""
 
 from __future__ import annotations
 
 import pytest
 from lamina_loom import Loom, LoomError, MemoryStore, OperationalMemory, Preferences, Stash
-from loom_fixtures import chain, loom_config, story
 
 from lamina import Adapter, BudgetError, ImagePart, Message, TextPart, Usage, hookimpl
 
@@ -13,15 +12,22 @@ AGENT = "You are a storyteller."
 SYSTEM = "You are a storyteller.\n\nKeep it for children.\n\nAnswer as a poet."
 
 
-def loom_for(tree, config=None, **kwargs) -> Loom:
-    return Loom(MemoryStore([tree]), config=config or loom_config(), entry_points=False, **kwargs)
+@pytest.fixture(scope="session")
+def loom_for(loom_config):  # type: ignore[no-untyped-def]
+    """``loom_for(tree, config=None, **kwargs)``: a Loom over the tree (Claude by default)."""
+
+    def make(tree, config=None, **kwargs) -> Loom:  # type: ignore[no-untyped-def]
+        config = config or loom_config()
+        return Loom(MemoryStore([tree]), config=config, entry_points=False, **kwargs)
+
+    return make
 
 
 def texts(result):
     return [(m.role, m.text) for m in result.messages]
 
 
-def test_story_messages_exactly():
+def test_story_messages_exactly(loom_for, story):
     result = loom_for(story()).dialogue("story", "k", agent_system=AGENT)
     # agent-level first, then tree-level, then the instruction source of the edge into g
     assert result.system == SYSTEM
@@ -73,7 +79,7 @@ def test_story_messages_exactly():
     assert "bear" not in str(result.messages) and "Editor" not in str(result.messages)
 
 
-def test_agent_level_comes_from_settings_when_not_given():
+def test_agent_level_comes_from_settings_when_not_given(loom_config, loom_for, story):
     config = loom_config()
     from attrs import evolve
 
@@ -82,7 +88,7 @@ def test_agent_level_comes_from_settings_when_not_given():
     assert result.system == "Agent says.\n\nKeep it for children.\n\nAnswer as a poet."
 
 
-def test_annotation_nodes_are_left_out_unless_included():
+def test_annotation_nodes_are_left_out_unless_included(loom_for, story):
     loom = loom_for(story())
     result = loom.dialogue("story", "q")
     assert ("note", "annotation") in result.excluded_nodes
@@ -92,7 +98,7 @@ def test_annotation_nodes_are_left_out_unless_included():
     assert ("note", "annotation") not in result.excluded_nodes
 
 
-def test_explicitly_included_annotation_via_metadata():
+def test_explicitly_included_annotation_via_metadata(loom_for, story):
     from attrs import evolve
 
     tree = story()
@@ -104,7 +110,7 @@ def test_explicitly_included_annotation_via_metadata():
     assert texts(result)[-1] == ("user", "Editor: check facts.")
 
 
-def test_instruction_from_a_model_node_is_untrusted_and_fenced():
+def test_instruction_from_a_model_node_is_untrusted_and_fenced(loom_for, story):
     from attrs import evolve
 
     tree = story(system_context="")
@@ -113,7 +119,7 @@ def test_instruction_from_a_model_node_is_untrusted_and_fenced():
     assert result.system == "You are a storyteller.\n\n```\nAnswer as a poet.\n```"
 
 
-def test_first_message_delivery_for_providers_without_a_system_field():
+def test_first_message_delivery_for_providers_without_a_system_field(loom_for, story):
     class NoSystem:
         @hookimpl
         def lamina_adapters(self):
@@ -160,7 +166,7 @@ def test_first_message_delivery_for_providers_without_a_system_field():
         loom.dialogue("story", "b", provider="ghost")
 
 
-def test_node_metadata_inline_and_loom_blocks():
+def test_node_metadata_inline_and_loom_blocks(loom_config, loom_for, story):
     from attrs import evolve
 
     config = evolve(
@@ -196,7 +202,7 @@ def test_node_metadata_inline_and_loom_blocks():
     assert result.messages[-1] == result.context.current_message
 
 
-def test_extensions_are_off_by_default():
+def test_extensions_are_off_by_default(loom_for, story):
     result = loom_for(story()).dialogue(
         "story", "k", memory=OperationalMemory(pinned=("x",)), permissions=["read"]
     )
@@ -213,8 +219,14 @@ def test_extensions_are_off_by_default():
 # of it for the head (n01), the rest for the tail (n06).
 
 
-def chain_loom(**prefs) -> Loom:
-    return loom_for(chain(preferences=Preferences(token_buffer=0, **prefs)))
+@pytest.fixture(scope="session")
+def chain_loom(loom_for, chain):  # type: ignore[no-untyped-def]
+    """``chain_loom(**prefs)``: a Loom over ``chain()`` with these preferences, no buffer."""
+
+    def make(**prefs) -> Loom:  # type: ignore[no-untyped-def]
+        return loom_for(chain(preferences=Preferences(token_buffer=0, **prefs)))
+
+    return make
 
 
 def ids(result):
@@ -223,13 +235,13 @@ def ids(result):
     ]
 
 
-def test_fits_without_cuts():
+def test_fits_without_cuts(chain_loom):
     result = chain_loom().dialogue("chain", "n10", max_tokens=43)
     assert not result.truncated and len(result.messages) == 10
     assert result.context.token_budget.used.total == 42
 
 
-def test_truncate_middle_keeps_head_and_four_recent_nodes_with_a_marker():
+def test_truncate_middle_keeps_head_and_four_recent_nodes_with_a_marker(chain_loom):
     result = chain_loom().dialogue("chain", "n10", max_tokens=36)
     assert result.strategy == "truncateMiddle"
     assert ids(result) == [
@@ -246,7 +258,7 @@ def test_truncate_middle_keeps_head_and_four_recent_nodes_with_a_marker():
     assert result.context.token_budget.used.total == 34
 
 
-def test_rolling_window_keeps_the_newest():
+def test_rolling_window_keeps_the_newest(chain_loom):
     result = chain_loom(truncation_strategy="rollingWindow").dialogue("chain", "n10", max_tokens=36)
     assert ids(result) == [
         "[… 4 earlier messages omitted …]",
@@ -260,14 +272,14 @@ def test_rolling_window_keeps_the_newest():
     assert result.removed_nodes == ("n01", "n02", "n03", "n04")
 
 
-def test_stop_at_limit_lists_what_would_have_to_go():
+def test_stop_at_limit_lists_what_would_have_to_go(chain_loom):
     loom = chain_loom(truncation_strategy="stopAtLimit")
     with pytest.raises(BudgetError, match=r"would have to go: loom:n01, loom:n02\b"):
         loom.dialogue("chain", "n10", max_tokens=36)
     assert not loom.dialogue("chain", "n10", max_tokens=43).truncated
 
 
-def test_minimum_recent_nodes_counts_nodes_not_messages():
+def test_minimum_recent_nodes_counts_nodes_not_messages(chain, loom_for):
     # n09 and n10 merged (both human): the newest 4 nodes are n07..n10 in 3 messages
     from attrs import evolve
 
@@ -278,17 +290,17 @@ def test_minimum_recent_nodes_counts_nodes_not_messages():
     assert result.messages[-1].context_json["loom"]["nodes"] == ["n09", "n10"]
 
 
-def test_protected_recent_nodes_that_do_not_fit_are_an_error():
+def test_protected_recent_nodes_that_do_not_fit_are_an_error(chain_loom):
     with pytest.raises(BudgetError, match="what must not be cut"):
         chain_loom().dialogue("chain", "n10", max_tokens=17)
 
 
-def test_system_alone_over_the_limit_is_its_own_error():
+def test_system_alone_over_the_limit_is_its_own_error(chain_loom):
     with pytest.raises(BudgetError, match="the system context alone needs 2 tokens but only 1"):
         chain_loom().dialogue("chain", "n10", max_tokens=1)
 
 
-def test_at_least_one_message_even_with_zero_recent_nodes():
+def test_at_least_one_message_even_with_zero_recent_nodes(chain_loom):
     result = chain_loom(truncation_strategy="rollingWindow", minimum_recent_nodes=0).dialogue(
         "chain", "n10", max_tokens=7
     )
@@ -296,7 +308,7 @@ def test_at_least_one_message_even_with_zero_recent_nodes():
     assert result.removed_nodes == tuple(f"n{i:02d}" for i in range(1, 10))
 
 
-def test_token_buffer_is_reserved_for_the_response():
+def test_token_buffer_is_reserved_for_the_response(chain, loom_config, loom_for):
     tree = chain(preferences=Preferences(token_buffer=1024))
     config = loom_config(context_window=1024 + 34)
     result = loom_for(tree, config).dialogue("chain", "n10")
@@ -305,7 +317,7 @@ def test_token_buffer_is_reserved_for_the_response():
     assert result.truncated and result.preferences.token_buffer == 1024
 
 
-def test_app_level_preferences_and_per_tree_overrides():
+def test_app_level_preferences_and_per_tree_overrides(chain, loom_config, loom_for):
     app = Preferences(truncation_strategy="rollingWindow", token_buffer=0)
     loom = Loom(
         MemoryStore(
@@ -340,13 +352,13 @@ def test_app_level_preferences_and_per_tree_overrides():
         loom_for(chain(), config).dialogue("chain", "n10", max_tokens=36)
 
 
-def test_unknown_strategy_names_the_tree():
+def test_unknown_strategy_names_the_tree(chain, loom_for):
     loom = loom_for(chain(preferences=Preferences(truncation_strategy="rolling")))
     with pytest.raises(LoomError, match="loom tree 'chain': unknown truncation_strategy 'rolling'"):
         loom.dialogue("chain", "n10")
 
 
-def test_everything_excluded_is_an_error():
+def test_everything_excluded_is_an_error(chain, loom_for):
     from attrs import evolve
 
     tree = chain(count=2)
@@ -355,7 +367,7 @@ def test_everything_excluded_is_an_error():
         loom_for(evolve(tree, nodes=nodes)).dialogue("chain", "n02")
 
 
-def test_cut_loom_blocks_show_in_the_flags():
+def test_cut_loom_blocks_show_in_the_flags(loom_config, loom_for, story):
     from attrs import evolve
 
     config = evolve(

@@ -7,23 +7,29 @@ import pytest
 from attrs import evolve
 from lamina_loom import LoomError, Preferences, tree_to_json
 from lamina_loom import plugin as loom_plugin
-from loom_fixtures import chain, story
 
 from lamina import Assembler, BudgetError, ConfigError, LaminaConfig
 from lamina.testing import make_assembler
 from lamina.testing.conformance import LayerProviderConformance
 
 
-def assembler(tmp_path, section=None, **config):
-    path = tmp_path / "story.json"
-    path.write_text(tree_to_json(story()), "utf-8")
-    cfg = {"model": "claude-sonnet-4", "budget": {"reserve_tools": 0}, **config}
-    if section is not None:
-        cfg["plugins"] = {"loom": {"store": str(path), **section}}
-    return make_assembler(cfg, plugins=[("loom", loom_plugin)])
+@pytest.fixture
+def assembler(story):  # type: ignore[no-untyped-def]
+    """``assembler(tmp_path, section=None, **config)``: the loom plugin over the story tree
+    in a JSON store (the store configured only with a section)."""
+
+    def make(tmp_path, section=None, **config):  # type: ignore[no-untyped-def]
+        path = tmp_path / "story.json"
+        path.write_text(tree_to_json(story()), "utf-8")
+        cfg = {"model": "claude-sonnet-4", "budget": {"reserve_tools": 0}, **config}
+        if section is not None:
+            cfg["plugins"] = {"loom": {"store": str(path), **section}}
+        return make_assembler(cfg, plugins=[("loom", loom_plugin)])
+
+    return make
 
 
-def test_inert_without_config_or_metadata(tmp_path):
+def test_inert_without_config_or_metadata(tmp_path, assembler):
     a = assembler(tmp_path)
     ctx = a.assemble(a.request("hi"))
     assert ctx.history == () and ctx.system_prompt == ""
@@ -39,7 +45,7 @@ def test_installed_entry_point_is_inert():
     assert not [b for b in ctx.report.blocks if b.plugin == "loom"]
 
 
-def test_request_metadata_selects_tree_and_node(tmp_path):
+def test_request_metadata_selects_tree_and_node(tmp_path, assembler):
     a = assembler(tmp_path, section={"agent_system_prompt": "Agent."})
     ctx = a.assemble(a.request("And then?", metadata={"loom": {"tree": "story", "node": "d"}}))
     assert ctx.system_prompt == "Agent.\n\nKeep it for children."
@@ -53,12 +59,12 @@ def test_request_metadata_selects_tree_and_node(tmp_path):
     assert ctx.current_message.text.endswith("And then?")
 
 
-def test_settings_select_a_default_position(tmp_path):
+def test_settings_select_a_default_position(tmp_path, assembler):
     a = assembler(tmp_path, section={"tree": "story", "node": "b"})
     assert len(a.assemble(a.request("x")).history) == 3
 
 
-def test_agent_level_system_precedes_tree_level_after_other_system_layers(tmp_path):
+def test_agent_level_system_precedes_tree_level_after_other_system_layers(tmp_path, assembler):
     a = assembler(
         tmp_path,
         section={"tree": "story", "node": "b", "agent_system_prompt": "Agent."},
@@ -69,7 +75,7 @@ def test_agent_level_system_precedes_tree_level_after_other_system_layers(tmp_pa
     )
 
 
-def test_incomplete_or_bad_selection_is_an_error(tmp_path):
+def test_incomplete_or_bad_selection_is_an_error(tmp_path, assembler):
     a = assembler(tmp_path, section={})
     with pytest.raises(LoomError, match="needs a tree and a node"):
         a.assemble(a.request("x", metadata={"loom": {"tree": "story"}}))
@@ -87,7 +93,7 @@ def test_settings_are_validated(tmp_path):
         make_assembler({"plugins": {"loom": {"stor": "x"}}}, plugins=[("loom", loom_plugin)])
 
 
-def test_tree_strategy_is_the_calls_fit_strategy(tmp_path):
+def test_tree_strategy_is_the_calls_fit_strategy(tmp_path, chain):
     path = tmp_path / "chain.json"
     tree = chain(preferences=Preferences(truncation_strategy="stopAtLimit"))
     path.write_text(tree_to_json(tree), "utf-8")
@@ -102,7 +108,7 @@ def test_tree_strategy_is_the_calls_fit_strategy(tmp_path):
     assert a.assemble(request, strategy="rollingWindow").report.strategy == "rollingWindow"
 
 
-def test_tree_preferences_govern_the_call_in_hook_mode(tmp_path):
+def test_tree_preferences_govern_the_call_in_hook_mode(tmp_path, chain):
     path = tmp_path / "chain.json"
     tree = chain(preferences=Preferences(minimum_recent_nodes=2, token_buffer=1024))
     path.write_text(tree_to_json(tree), "utf-8")
@@ -128,7 +134,7 @@ def test_tree_preferences_govern_the_call_in_hook_mode(tmp_path):
     assert tight.history[-1] == loose.history[-1] and tight.history[-2] == loose.history[-2]
 
 
-def test_unknown_tree_strategy_in_hook_mode(tmp_path):
+def test_unknown_tree_strategy_in_hook_mode(tmp_path, chain):
     path = tmp_path / "chain.json"
     path.write_text(tree_to_json(chain(preferences=Preferences(truncation_strategy="x"))), "utf-8")
     a = make_assembler({"plugins": {"loom": {"store": str(path)}}}, plugins=[("loom", loom_plugin)])
@@ -136,7 +142,7 @@ def test_unknown_tree_strategy_in_hook_mode(tmp_path):
         a.assemble(a.request("x", metadata={"loom": {"tree": "chain", "node": "n10"}}))
 
 
-def test_excluded_nodes_are_in_the_report(tmp_path):
+def test_excluded_nodes_are_in_the_report(tmp_path, assembler):
     a = assembler(tmp_path, section={"tree": "story", "node": "k"})
     report = {b.id: (b.status, b.reason) for b in a.assemble(a.request("x")).report.blocks}
     assert report["loom:excluded:c"] == ("dropped", "loom node pruned")
@@ -147,11 +153,15 @@ class TestLoomConformance(LayerProviderConformance):
     plugin_name = "loom"
     trusts = True  # agent- and tree-level system context are operator-authored
 
+    @pytest.fixture(autouse=True)
+    def _story(self, story):  # type: ignore[no-untyped-def]
+        self.story = story
+
     def make_plugin(self):
         return loom_plugin
 
     def configure(self, workspace):
-        (workspace / "story.json").write_text(tree_to_json(story()), "utf-8")
+        (workspace / "story.json").write_text(tree_to_json(self.story()), "utf-8")
         return {
             "model": "claude-sonnet-4",
             "plugins": {"loom": {"store": "story.json", "tree": "story", "node": "k"}},

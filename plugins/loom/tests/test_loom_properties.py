@@ -1,4 +1,4 @@
-"""Hypothesis properties for seed 001's guarantees, in both modes and under every strategy:
+"""Hypothesis properties for the Loom design's guarantees, in both modes and under every strategy:
 the system context is never cut, at least one message stays, the recent nodes and the
 working buffer stay, the result fits, and truncation always shows in the flags."""
 
@@ -8,6 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lamina_loom import (
+    Edge,
+    EdgeSource,
     Loom,
     LoomError,
     MemoryStore,
@@ -17,7 +19,6 @@ from lamina_loom import (
     Preferences,
     Tree,
 )
-from loom_fixtures import edge, loom_config
 
 from lamina import BudgetError
 
@@ -57,12 +58,17 @@ def trees(draw):
         buffer_mode_system_context=draw(st.booleans()),
         preferences=prefs,
         nodes=tuple(nodes),
-        edges=tuple(edge(f"e{i}", f"n{i - 1}", f"n{i}") for i in range(1, count)),
+        edges=tuple(
+            Edge(
+                id=f"e{i}", target=f"n{i}", sources=(EdgeSource(node=f"n{i - 1}", role="primary"),)
+            )
+            for i in range(1, count)
+        ),
     )
 
 
 @pytest.fixture(scope="module")
-def loom():
+def loom(loom_config):  # type: ignore[no-untyped-def]
     with Loom(MemoryStore(), config=loom_config(), entry_points=False) as loom:
         yield loom
 

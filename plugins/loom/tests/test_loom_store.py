@@ -20,7 +20,6 @@ from lamina_loom import (
     tree_to_json,
 )
 from lamina_loom.store import tree_from_data
-from loom_fixtures import edge, loom_config, story
 
 from lamina import SerdeError
 
@@ -29,24 +28,24 @@ def h(i: str) -> Node:
     return Node(id=i, author_type="human", content=i)
 
 
-def test_cycle_is_an_error():
+def test_cycle_is_an_error(edge):
     with pytest.raises(LoomError, match=r"loom tree 't': cycle through parent edges: a -> b -> a"):
         Tree(id="t", nodes=(h("a"), h("b")), edges=(edge("1", "a", "b"), edge("2", "b", "a")))
 
 
-def test_missing_source_node_is_an_error():
+def test_missing_source_node_is_an_error(edge):
     with pytest.raises(LoomError, match=r"edge '1' has a missing node: its primary source 'x'"):
         Tree(id="t", nodes=(h("a"),), edges=(edge("1", "x", "a"),))
     with pytest.raises(LoomError, match=r"its context source 'img' is not a node"):
         Tree(id="t", nodes=(h("a"), h("b")), edges=(edge("1", "a", "b", context="img"),))
 
 
-def test_edge_to_nowhere_is_an_error():
+def test_edge_to_nowhere_is_an_error(edge):
     with pytest.raises(LoomError, match=r"edge '1' points to nowhere: its target 'zz'"):
         Tree(id="t", nodes=(h("a"),), edges=(edge("1", "a", "zz"),))
 
 
-def test_other_shape_errors():
+def test_other_shape_errors(edge):
     with pytest.raises(LoomError, match="node id 'a' appears twice"):
         Tree(id="t", nodes=(h("a"), h("a")))
     with pytest.raises(LoomError, match="node 'c' has two incoming edges"):
@@ -59,7 +58,7 @@ def test_other_shape_errors():
         Node(id="x", author_type="robot")  # type: ignore[arg-type]
 
 
-def test_current_position_not_in_the_tree():
+def test_current_position_not_in_the_tree(loom_config, story):
     loom = Loom(MemoryStore([story()]), config=loom_config(), entry_points=False)
     with pytest.raises(LoomError, match=r"loom tree 'story': node 'nope' is not in the tree"):
         loom.dialogue("story", "nope")
@@ -71,7 +70,7 @@ def test_current_position_not_in_the_tree():
         loom.dialogue("other", "k")
 
 
-def test_json_round_trip_is_exact():
+def test_json_round_trip_is_exact(story):
     tree = story()
     text = tree_to_json(tree)
     assert json.loads(text)["format"] == "lamina-loom/1"
@@ -81,7 +80,7 @@ def test_json_round_trip_is_exact():
     assert tree_to_json(again) == text
 
 
-def test_json_errors_name_the_path_and_file():
+def test_json_errors_name_the_path_and_file(story):
     data = json.loads(tree_to_json(story()))
     data["tree"]["nodes"][0]["colour"] = "red"
     with pytest.raises(SerdeError, match=r"unknown keys \['colour'\] @ \$\.nodes\[0\]"):
@@ -98,7 +97,7 @@ def test_json_errors_name_the_path_and_file():
         tree_from_data(data, file="t.json")
 
 
-def test_sqlite_round_trip(tmp_path):
+def test_sqlite_round_trip(tmp_path, story):
     store = SQLiteStore(tmp_path / "loom.db")
     tree = story()
     store.save(tree)
@@ -113,7 +112,7 @@ def test_sqlite_round_trip(tmp_path):
     assert store.tree_ids() == ()
 
 
-def test_sqlite_import_and_open_store(tmp_path):
+def test_sqlite_import_and_open_store(tmp_path, story):
     store = SQLiteStore(tmp_path / "x.sqlite")
     imported = store.import_json(tree_to_json(story()))
     assert imported == store.load("story")
@@ -124,7 +123,7 @@ def test_sqlite_import_and_open_store(tmp_path):
         open_store(tmp_path / "missing.json")
 
 
-def test_sqlite_schema_is_the_documented_one_and_bad_rows_are_caught(tmp_path):
+def test_sqlite_schema_is_the_documented_one_and_bad_rows_are_caught(tmp_path, story):
     path = tmp_path / "loom.db"
     SQLiteStore(path).save(story())
     with sqlite3.connect(path) as db:
@@ -153,7 +152,7 @@ def test_readme_documents_the_schema():
         assert line in readme
 
 
-def test_one_call_functions_take_a_path(tmp_path):
+def test_one_call_functions_take_a_path(tmp_path, loom_config, story):
     from lamina_loom import assemble_buffer, assemble_dialogue
 
     (tmp_path / "t.json").write_text(tree_to_json(story()), "utf-8")

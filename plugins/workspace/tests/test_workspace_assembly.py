@@ -336,9 +336,15 @@ def test_cli_report_shows_the_working_set(workspace, tmp_path, write, setup_ws):
         cli, ["assemble", "-c", str(config), "-m", "go", "--format", "report"], env=env
     )
     assert result.exit_code == 0, result.output
-    out = result.output
-    assert "    - path: src/main.py\n      layer: working_set\n" in out
-    assert (
-        "    - path: ../nope.md\n      layer: working_set\n      tokens: 0\n"
-        "      reason: \"refused: '..' is refused: paths must stay inside the workspace root\"\n"
-    ) in out
+    from ruamel.yaml import YAML
+
+    doc = YAML(typ="safe").load(result.output)["assembly_report"]
+    included = {e["path"]: e for e in doc["included"]}
+    assert included["src/main.py"]["layer"] == "working_set"
+    excluded = {e["path"]: e for e in doc["excluded"]}
+    assert excluded["../nope.md"] == {
+        "path": "../nope.md",
+        "layer": "working_set",
+        "tokens": 0,
+        "reason": "refused: '..' is refused: paths must stay inside the workspace root",
+    }

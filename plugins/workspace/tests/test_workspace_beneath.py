@@ -151,7 +151,7 @@ def test_a_device_file_is_refused_without_being_opened(tmp_path: Path):
         (lambda r: None, "x.md", "no such file"),
     ],
 )
-def test_what_cannot_be_read_is_a_refusal(tmp_path: Path, make, path, reason):  # type: ignore[no-untyped-def]
+def test_what_cannot_be_read_is_a_refusal(tmp_path: Path, make, path, reason):  # type: ignore
     root = tmp_path / "ws"
     root.mkdir()
     make(root)

@@ -1,11 +1,11 @@
-"""Lamina plugin for Loom Trees (seed 001): dialogue-mode and buffer-mode context assembly
+"""Lamina plugin for Loom Trees (the Loom design): dialogue-mode and buffer-mode context assembly
 from a path through a tree, with an embedded SQLite store and a JSON import/export."""
 
 from lamina_loom.api import DialogueResult, Loom, assemble_buffer, assemble_dialogue
 from lamina_loom.buffer import BufferResult
 from lamina_loom.errors import LoomError
 from lamina_loom.model import (
-    SEED_PREFERENCES,
+    DEFAULT_PREFERENCES,
     Edge,
     EdgeSource,
     Node,
@@ -28,8 +28,8 @@ from lamina_loom.store import (
 )
 
 __all__ = [
+    "DEFAULT_PREFERENCES",
     "SCHEMA",
-    "SEED_PREFERENCES",
     "BufferResult",
     "DialogueResult",
     "Edge",

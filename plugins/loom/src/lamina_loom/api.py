@@ -14,6 +14,7 @@ from lamina import (
     AssembledContext,
     Assembler,
     BudgetError,
+    ConfigError,
     LaminaConfig,
     Message,
     SerdeError,
@@ -35,9 +36,9 @@ SystemDelivery = Literal["field", "first_message"]
 
 @frozen(kw_only=True)
 class DialogueResult:
-    """A dialogue-mode assembly: the kernel's context, what to send, and the seed's flags.
+    """A dialogue-mode assembly: the kernel's context, what to send, and the Loom design's flags.
 
-    ``messages`` is seed 001's messages array: the combined system context first when the
+    ``messages`` is the Loom design's messages array: the combined system context first when the
     provider has no system field (``system_delivery == "first_message"``), then the path, then
     the current message when it has content. ``delivered`` is ``context`` laid out the same
     way, for the provider adapter."""
@@ -60,7 +61,7 @@ class Loom:
     ``.json`` export).
 
     App-level preferences are ``preferences``, else ``[plugins.loom]`` in ``config``, else the
-    seed's (truncateMiddle, 4 recent nodes, 1024 tokens); a tree's own preferences override
+    Loom design's (truncateMiddle, 4 recent nodes, 1024 tokens); a tree's own preferences override
     them. Without ``config`` the defaults apply with no tools reserve.
     """
 
@@ -160,11 +161,10 @@ class Loom:
         """
         tree = self.store.load(tree_id)
         strategy, minimum, token_buffer = self._preferences(tree)
-        base = self._base()
-        if strategy not in base.registry.fit_strategies:
+        known = self._base().kernel.strategies
+        if strategy not in known:
             raise LoomError(
-                f"unknown truncation_strategy {strategy!r}; known: "
-                + ", ".join(sorted(base.registry.fit_strategies)),
+                f"unknown truncation_strategy {strategy!r}; known: " + ", ".join(sorted(known)),
                 tree=tree.id,
                 key="preferences.truncation_strategy",
             )
@@ -203,7 +203,8 @@ class Loom:
     def _system_alone(
         self, assembler: Assembler, model: str, system: str, tree: Tree, exc: BudgetError
     ) -> None:
-        """Re-raise a budget error as seed 001's "system context alone exceeds" when it is."""
+        """Re-raise a budget error as the Loom design's "system context alone exceeds" when it
+        is."""
         need = assembler.model(model).counter.count(system)
         if need > exc.available:
             raise BudgetError(
@@ -231,20 +232,19 @@ class Loom:
             if block.plugin != "loom" or block.status == "kept":
                 continue
             if block.id.startswith("loom:excluded:"):
-                continue  # left out by the seed's exclusion rules, not by fitting
+                continue  # left out by the Loom design's exclusion rules, not by fitting
             if block.id in by_block and block.status == "dropped":
                 removed.extend(by_block[block.id])
             else:
                 dropped.append(block.id)
         native = True
-        name = provider or context.provider
-        if name:
-            adapter = (
-                assembler.adapter(name)
-                if provider is not None
-                else getattr(assembler.registry.adapters.get(name), "record", None)
-            )
-            native = adapter is None or adapter.native_system
+        if provider is not None:
+            native = assembler.adapter(provider).native_system
+        elif context.provider:
+            try:  # the model's provider: no adapter installed means a system field is assumed
+                native = assembler.adapter(context.provider).native_system
+            except ConfigError:
+                native = True
         system = context.system_prompt
         history = context.history
         delivered = context

@@ -1,4 +1,4 @@
-"""Buffer mode (seed 001): the active path as one continuous document, versions resolved, the
+"""Buffer mode (the Loom design): the active path as one continuous document, versions resolved, the
 uncommitted working buffer appended, system context only when the tree enables it, fitted to
 the budget by cutting on the tokenizer's token boundaries (as the kernel's truncators do)."""
 
@@ -59,7 +59,8 @@ def assemble_buffer_document(
     include: Collection[str] = (),
     agent_system: str | None = None,
 ) -> BufferResult:
-    """Seed 001 buffer steps 1–5 for ``current`` in ``tree`` within ``available`` tokens."""
+    """The Loom design's buffer steps 1–5 for ``current`` in ``tree`` within ``available``
+    tokens."""
     strategy = preferences.truncation_strategy or "truncateMiddle"
     if strategy not in BUFFER_STRATEGIES:
         raise LoomError(

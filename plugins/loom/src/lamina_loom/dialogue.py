@@ -1,4 +1,4 @@
-"""Dialogue mode (seed 001) as kernel blocks: the combined system context (agent → tree →
+"""Dialogue mode (the Loom design) as kernel blocks: the combined system context (agent → tree →
 instruction sources) as required system blocks, the active path as ``session`` history (human →
 user, model → assistant, consecutive same-author nodes merged), and the loom-aware blocks."""
 
@@ -127,7 +127,8 @@ def plan_dialogue(
     permissions: Sequence[str] = (),
     memory: OperationalMemory | None = None,
 ) -> DialoguePlan:
-    """Seed 001 dialogue steps 1–5: traverse, filter, combine system context, convert, merge."""
+    """The Loom design's dialogue steps 1–5: traverse, filter, combine system context,
+    convert, merge."""
     selection = select(tree, current, include)
     system = system_pieces(
         tree,

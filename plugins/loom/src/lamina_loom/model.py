@@ -1,4 +1,4 @@
-"""The Loom Tree data model (seed 001): trees, nodes with versions, edges with role-tagged
+"""The Loom Tree data model (the Loom design): trees, nodes with versions, edges with role-tagged
 sources, and the per-tree preferences. Frozen attrs records; ``Tree`` checks its own shape."""
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ class NodeImage:
 
 @frozen(kw_only=True)
 class NodeMetadata:
-    """Seed 001's node metadata: exclusion flags, explicit inclusion (overrides the annotation
-    rule), versions and which one is active, plus author name and creation time."""
+    """The Loom design's node metadata: exclusion flags, explicit inclusion (overrides the
+    annotation rule), versions and which one is active, plus author name and creation time."""
 
     excluded: bool = False
     pruned: bool = False
@@ -101,7 +101,7 @@ class Edge:
 
 @frozen(kw_only=True)
 class Preferences:
-    """Seed 001's user preferences; ``None`` means "not set here" (take the app level)."""
+    """The Loom design's user preferences; ``None`` means "not set here" (take the app level)."""
 
     truncation_strategy: str | None = None
     minimum_recent_nodes: int | None = field(
@@ -122,8 +122,8 @@ class Preferences:
         )
 
 
-#: The seed's defaults: truncateMiddle, 4 recent nodes, 1024 tokens for the response.
-SEED_PREFERENCES = Preferences(
+#: The Loom design's defaults: truncateMiddle, 4 recent nodes, 1024 tokens for the response.
+DEFAULT_PREFERENCES = Preferences(
     truncation_strategy="truncateMiddle", minimum_recent_nodes=4, token_buffer=1024
 )
 

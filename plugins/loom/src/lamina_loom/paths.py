@@ -1,4 +1,4 @@
-"""The active path through a tree and what of it reaches the context (seed 001): root →
+"""The active path through a tree and what of it reaches the context (the Loom design): root →
 current, exclusion, multi-source edges (instruction → context → primary), version resolution."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from attrs import field, frozen, validators
 
 from lamina import AssemblyRequest, SerdeError, structure
 from lamina_loom.errors import LoomError
-from lamina_loom.model import SEED_PREFERENCES, Preferences
+from lamina_loom.model import DEFAULT_PREFERENCES, Preferences
 
 
 @frozen(kw_only=True)
@@ -88,6 +88,7 @@ def request_selection(request: AssemblyRequest) -> LoomRequest | None:
 
 
 def app_preferences(settings: Settings, given: Preferences | None = None) -> Preferences:
-    """App-level preferences: ``given`` (the host's), then ``[plugins.loom]``, then the seed's."""
-    base = settings.preferences.over(SEED_PREFERENCES)
+    """App-level preferences: ``given`` (the host's), then ``[plugins.loom]``, then the Loom
+    design's defaults."""
+    base = settings.preferences.over(DEFAULT_PREFERENCES)
     return base if given is None else given.over(base)

@@ -36,7 +36,7 @@ _config_option = click.option("--config", "-c", "config_path", type=click.Path(d
 
 @click.group("working-set")
 def working_set() -> None:
-    """The working-set manifest (the working-set protocol): check it, update it, read its change log."""
+    """The working-set manifest: check it, update it, read its change log."""
 
 
 @working_set.command("check")

@@ -1,5 +1,6 @@
-"""``working-set.yml`` (the working-set protocol): the schema, read with ruamel.yaml so every error names the
-line and the key, and the document kept round-trip so updates preserve comments and order."""
+"""``working-set.yml`` (the working-set protocol): the schema, read with ruamel.yaml so every
+error names the line and the key, and the document kept round-trip so updates preserve comments
+and order."""
 
 from __future__ import annotations
 

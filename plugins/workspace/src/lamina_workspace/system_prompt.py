@@ -1,5 +1,6 @@
-"""The static system-prompt blocks of the Broker design: workspace rules, user identity, persona, runtime
-info and the role-specific parts (manager messaging rules; a worker's task and rules).
+"""The static system-prompt blocks of the Broker design: workspace rules, user identity,
+persona, runtime info and the role-specific parts (manager messaging rules; a worker's task
+and rules).
 
 Every block is built from file contents and settings only, in a fixed order with no
 timestamps, so the system prompt is byte-stable while its sources are unchanged.

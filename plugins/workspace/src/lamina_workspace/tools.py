@@ -1,5 +1,5 @@
-"""The model's side of the working-set protocol's updates: tool definitions a host offers (``request.tools``)
-and the handler that applies a call to the manifest."""
+"""The model's side of the working-set protocol's updates: tool definitions a host offers
+(``request.tools``) and the handler that applies a call to the manifest."""
 
 from __future__ import annotations
 

@@ -147,8 +147,8 @@ def boot_header(
     cache_hints: tuple[str, ...],
     tool_contract: str | None,
 ) -> str:
-    """The working-set protocol's boot header: where things are, so the model can orient without reading
-    everything. Lines whose value is not configured are left out."""
+    """The working-set protocol's boot header: where things are, so the model can orient
+    without reading everything. Lines whose value is not configured are left out."""
     lines = [f"Root: {root_label}"]
     if constitution:
         facts = []
