@@ -1,4 +1,5 @@
-"""Shared test settings: a hypothesis profile sized for CI (2 cores)."""
+"""Settings for every test in the repository: hypothesis profiles, ``ci`` (sized for 2 cores)
+by default, ``dev`` and ``thorough`` (``HYPOTHESIS_PROFILE=thorough``, 1,000 examples)."""
 
 from __future__ import annotations
 
