@@ -1,4 +1,4 @@
-"""The history fit strategies of Loom seed 001: which groups (turns) to keep within a budget.
+"""The history fit strategies of the Loom design: which groups (turns) to keep within a budget.
 
 Each has the ``FitStrategy.select`` signature: ``sizes`` are group tokens oldest first, the
 newest ``protected`` groups always stay, and each gap (a maximal run of dropped groups) costs

@@ -1,4 +1,4 @@
-"""The current-event message of seed 000: time, timezone, platform (managers only), hook data,
+"""The current-event message of the Broker design: time, timezone, platform (managers only), hook data,
 then the event's own content."""
 
 from __future__ import annotations

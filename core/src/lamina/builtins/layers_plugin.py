@@ -1,6 +1,6 @@
-"""The five conceptual layers of seed 000 and their default placement and cut order.
+"""The five conceptual layers of the Broker design and their default placement and cut order.
 
-Compression priority (seed 000): memory is cut first, then session history; workspace,
+Compression priority (the Broker design): memory is cut first, then session history; workspace,
 persona and the current event are required and never cut.
 """
 

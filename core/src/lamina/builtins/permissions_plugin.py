@@ -1,4 +1,4 @@
-"""Tool filtering by the caller's permissions (seed 000's IAM-filtered tools)."""
+"""Tool filtering by the caller's permissions (the Broker design's IAM-filtered tools)."""
 
 from __future__ import annotations
 
