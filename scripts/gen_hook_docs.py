@@ -37,12 +37,12 @@ FIRSTRESULT_NOTE = (
 
 
 def load_hookspecs() -> types.ModuleType:
-    """The ``lamina.hookspecs`` module (from ``core/src`` when lamina is not installed)."""
+    """The installed ``lamina.hookspecs`` module (run this with the project's virtualenv,
+    where the kernel is installed editable from ``core/``)."""
     try:
         import lamina.hookspecs as module
     except ImportError:
-        sys.path.insert(0, str(REPO_ROOT / "core" / "src"))
-        import lamina.hookspecs as module
+        sys.exit("gen_hook_docs: lamina is not installed; run it with .venv/bin/python")
     return module
 
 

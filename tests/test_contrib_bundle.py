@@ -16,14 +16,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_new_plugin():
+@pytest.fixture(scope="module")
+def new_plugin():
+    """``scripts/new_plugin.py``, loaded from its file (``scripts/`` is not a package)."""
     spec = importlib.util.spec_from_file_location("new_plugin", ROOT / "scripts" / "new_plugin.py")
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-new_plugin = _load_new_plugin()
 
 
 def run(args, cwd, **kwargs):
@@ -42,7 +42,7 @@ def run(args, cwd, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def outside(tmp_path_factory):
+def outside(tmp_path_factory, new_plugin):
     """A fresh venv with ./core, ./contrib/redaction[test] and a template copy installed."""
     base = tmp_path_factory.mktemp("outside")
     plugin = base / "lamina-pinned-notes"
@@ -119,7 +119,7 @@ def test_template_copy_is_a_working_plugin(outside):
     assert " passed" in out and "failed" not in out
 
 
-def test_copy_refuses_bad_names_and_existing_folders(tmp_path):
+def test_copy_refuses_bad_names_and_existing_folders(tmp_path, new_plugin):
     with pytest.raises(ValueError, match="lowercase"):
         new_plugin.copy_template("Bad-Name", tmp_path / "x")
     (tmp_path / "taken").mkdir()
@@ -131,6 +131,6 @@ def test_copy_command_line(tmp_path):
     out = run(
         [sys.executable, ROOT / "scripts" / "new_plugin.py", "notes", tmp_path / "n"], cwd=tmp_path
     )
-    assert out.startswith(f"created {tmp_path / 'n'} (5 files)")
+    assert out.startswith(f"created {tmp_path / 'n'} (7 files)")
     text = (tmp_path / "n" / "tests" / "test_notes_plugin.py").read_text()
     assert 'plugin_name = "notes"' in text and "import lamina_notes.plugin as notes" in text

@@ -5,6 +5,7 @@ tutorial runs as written, printing what it shows."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import re
 import subprocess
@@ -81,12 +82,19 @@ def test_bundle_page_is_its_readme(site):
     assert "Config reference" in html and "REDACTED:credential" in html
 
 
-def test_page_generator_keeps_docs_links_and_flattens_others():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import mkdocs_hooks
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+@pytest.fixture(scope="module")
+def mkdocs_hooks():
+    """``scripts/mkdocs_hooks.py``, loaded from its file (``scripts/`` is not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "mkdocs_hooks", ROOT / "scripts" / "mkdocs_hooks.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_page_generator_keeps_docs_links_and_flattens_others(mkdocs_hooks):
     probe = ROOT / "contrib" / "_docs_link_probe"
     probe.mkdir()
     try:

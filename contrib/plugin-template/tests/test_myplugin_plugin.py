@@ -43,3 +43,17 @@ def test_missing_file_names_the_key(lamina_workspace):
         ConfigError, match=r"key plugins\.myplugin\.files\[0\]: no such file: gone\.md"
     ):
         assemble({"plugins": {"myplugin": {"files": ["gone.md"]}}})
+
+
+def test_inert_without_its_section(lamina_workspace):
+    lamina_workspace.write("prefs.md", "Short answers.")
+    ctx = assemble({})
+    assert all(b.plugin != "myplugin" for b in ctx.report.blocks)
+
+
+def test_a_fifo_is_refused_not_waited_on(lamina_workspace):
+    import os
+
+    os.mkfifo(lamina_workspace.root / "pipe")
+    with pytest.raises(ConfigError, match=r"files\[0\]: not a regular file: pipe"):
+        assemble({"plugins": {"myplugin": {"files": ["pipe"]}}})

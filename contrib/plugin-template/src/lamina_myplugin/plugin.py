@@ -1,4 +1,7 @@
-"""Hook implementations of ``myplugin``: its settings class and one layer provider."""
+"""Hook implementations of ``myplugin``: its settings class and one layer provider.
+
+The settings class is marked ``inert_without_section``: without ``[plugins.myplugin]`` in the
+config the kernel leaves the plugin's provider out, so no hook needs to check for it."""
 
 from __future__ import annotations
 
@@ -7,11 +10,12 @@ from collections.abc import Iterator
 import attrs
 
 import lamina
-from lamina import Block, ConfigError, LaminaConfig, LayerProvider, Provenance, ProviderContext
+from lamina import Block, ConfigError, LayerProvider, Provenance, ProviderContext
 
 NAME = "myplugin"
 
 
+@lamina.inert_without_section
 @attrs.frozen(kw_only=True)
 class Settings:
     """``[plugins.myplugin]`` in lamina.toml."""
@@ -31,6 +35,8 @@ def provide(ctx: ProviderContext) -> Iterator[Block]:
     for i, name in enumerate(settings.files):
         path = ctx.config.resolve(name)
         key = ctx.config.key(f"plugins.{NAME}.files[{i}]")
+        if path.exists() and not path.is_file():  # a folder, a FIFO (reading it would block)
+            raise ConfigError(f"not a regular file: {name}", file=ctx.config.where, key=key)
         try:
             text = path.read_text("utf-8")
         except FileNotFoundError:
@@ -55,7 +61,5 @@ def lamina_settings_class() -> type:
 
 
 @lamina.hookimpl
-def lamina_layer_providers(config: LaminaConfig) -> list[LayerProvider]:
-    if NAME not in config.sections:  # inert without its config section
-        return []
+def lamina_layer_providers() -> list[LayerProvider]:
     return [LayerProvider(name=NAME, provide=provide, layers=("memory",), required=True)]

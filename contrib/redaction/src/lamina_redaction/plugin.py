@@ -1,6 +1,7 @@
 """Lamina plugin ``redaction``: masks secrets in every block, history included, before the
 kernel measures anything, so what is counted is what is sent. Active only when
-``[plugins.redaction]`` is in the config; inert otherwise."""
+``[plugins.redaction]`` is in the config: the settings class is marked
+``inert_without_section``, so the kernel leaves the transform out otherwise."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ def lamina_settings_class() -> type:
 
 
 def redactor_for(config: LaminaConfig, settings: Settings | None) -> Redactor | None:
-    """The redactor the config asks for, or ``None`` without a ``[plugins.redaction]`` section
-    (or with ``enabled = false``)."""
-    if NAME not in config.sections or settings is None or not settings.enabled:
+    """The redactor the settings ask for, or ``None`` with ``enabled = false`` (or no
+    settings)."""
+    if settings is None or not settings.enabled:
         return None
     try:
         return settings.redactor()

@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from lamina import inert_without_section
 from lamina_redaction.detectors import (
     BUILTIN,
     BUILTIN_KINDS,
@@ -48,6 +49,7 @@ def _mask(_inst: Any, _attr: attrs.Attribute[Any], value: str) -> None:
         raise ValueError(f"mask: {value!r} may only use the placeholder {{kind}}")
 
 
+@inert_without_section
 @attrs.frozen(kw_only=True)
 class Settings:
     """The ``[plugins.redaction]`` section; its presence turns masking on."""
