@@ -5,6 +5,8 @@ memory and field named, and awkward content that it can hold round-trips exactly
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,6 +131,46 @@ def retrieve(svc: MemoryService, text: str, *, who: frozenset[str]) -> Any:
         tokenizer=FakeTokenizer(),
         fmt="plain",
     )
+
+
+#: A writer in another process: adds its chunks one write at a time, then (the last
+#: writer) re-adds ``plan`` restricted to ``ops``.
+WRITER = """
+import sys
+from lamina_memory.records import Chunk
+from lamina_memory.store import open_store
+
+url, worker, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+store = open_store(url)
+for i in range(n):
+    store.add([Chunk(id=f"w{worker}-{i}", text=f"worker {worker} wrote note {i}")])
+if worker == 0:
+    store.add([Chunk(id="plan", text="the launch plan moved to the safe", acl=("ops",))])
+store.close()
+"""
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_writers_in_other_processes_lose_nothing_and_a_live_service_follows(
+    make: Any, kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = new_store_url(kind, tmp_path, request)
+    asm, svc = make({"store": url, "cache_ttl": 0})
+    svc.add([*FILLER, Chunk(id="plan", text="the launch plan is kept in the vault")])
+    assert "vault" in memory_of(asm, "where is the launch plan?")
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, url, str(w), "25"], stderr=subprocess.PIPE)
+        for w in range(4)
+    ]
+    for w in writers:
+        _, err = w.communicate()
+        assert w.returncode == 0, err.decode()
+    assert svc.store.version() == 1 + 4 * 25 + 1  # every write acknowledged, none lost
+    ids = [c.id for c in svc.store.chunks()]
+    assert len(ids) == len(set(ids)) == 21 + 4 * 25
+    assert "vault" not in memory_of(asm, "where is the launch plan, vault or safe?")
+    assert "safe" in memory_of(asm, "where is the launch plan?", permissions=("ops",))
+    assert "worker 3 wrote note 24" in memory_of(asm, "worker 3 wrote note 24")
 
 
 WORDS = ["alpha", "bravo", "charlie", "delta"]
