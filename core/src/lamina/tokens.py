@@ -31,7 +31,6 @@ __all__ = [
     "TokenCounter",
     "encoding_for_model",
     "load_encoding",
-    "replace_surrogates",
 ]
 
 #: sha256 of each bundled BPE file, as tiktoken itself expects them.
@@ -62,14 +61,9 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     ("text-embedding-ada-002", "cl100k_base"),
 )
 
-# Lone surrogates cannot be UTF-8 encoded; each is replaced by U+FFFD (length-preserving).
+# Lone surrogates cannot be UTF-8 encoded; each is replaced by U+FFFD. Unlike the data
+# model's ``clean`` this keeps the length, so boundaries stay offsets into the caller's text.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def replace_surrogates(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD (same length), so it encodes as
-    UTF-8."""
-    return _SURROGATE.sub("\ufffd", text)
 
 
 def encoding_for_model(model: str) -> str | None:
@@ -178,7 +172,7 @@ class TiktokenTokenizer:
         return load_encoding(self.encoding)
 
     def _encode(self, text: str) -> list[int]:
-        return self._enc.encode(replace_surrogates(text), disallowed_special=())
+        return self._enc.encode(_SURROGATE.sub("\ufffd", text), disallowed_special=())
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""

@@ -56,7 +56,7 @@ from lamina.adapters.wire import (
     reply_tokens,
     sampling,
 )
-from lamina.tokens import encoding_for_model, replace_surrogates
+from lamina.tokens import encoding_for_model
 
 __all__ = [
     "ANTHROPIC_TOOL_NAME",
@@ -89,7 +89,6 @@ __all__ = [
     "openai_tools",
     "overflow_detector",
     "planned_info",
-    "replace_surrogates",
     "reply_tokens",
     "resolve",
     "result_note",

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lamina.model import AssembledContext
+from lamina.model.text import clean_data
 from lamina.records import ModelInfo
-from lamina.tokens import replace_surrogates
 
 
 def dig(obj: Any, *path: str) -> Any:
@@ -95,13 +95,8 @@ def data_url(media_type: str, data: str) -> str:
 
 
 def json_safe(data: Any) -> Any:
-    """``data`` with every lone surrogate in its strings (keys too) replaced by U+FFFD, so the
-    payload encodes as UTF-8: text from tools and transcripts may hold them, and a provider
-    rejects (or an HTTP client fails on) a body that cannot be encoded."""
-    if isinstance(data, str):
-        return replace_surrogates(data)
-    if isinstance(data, dict):
-        return {json_safe(k): json_safe(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [json_safe(v) for v in data]
-    return data
+    """``data`` with every string in it (keys too) made encodable as UTF-8, the data model's
+    own rule (``lamina.model.text``): a lone surrogate becomes U+FFFD, a split pair is joined.
+    Text enters the model clean; this keeps what an adapter composes from it clean as well,
+    since a provider rejects (or an HTTP client fails on) a body that cannot be encoded."""
+    return clean_data(data)
