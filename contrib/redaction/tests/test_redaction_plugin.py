@@ -141,15 +141,17 @@ def test_masks_are_measured_before_fitting():
         assemble(cfg, plugins=plugins())
 
 
-def test_bad_section_names_the_key():
-    with pytest.raises(
-        ConfigError, match=r"kinds: unknown kind\(s\) aws.*at key plugins\.redaction"
-    ):
-        make_assembler(config({"kinds": ["aws"]}), plugins=plugins())
-
-
-def test_mask_taken_for_a_secret_names_the_mask_key():
-    with pytest.raises(
-        ConfigError, match=r"mask: .* taken for a secret.* at key plugins\.redaction"
-    ):
-        make_assembler(config({"mask": "password=hunter22-{kind}"}), plugins=plugins())
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"kinds": ["aws"]}, r"kinds: unknown kind\(s\) aws.*at key plugins\.redaction"),
+        (
+            {"mask": "password=hunter22-{kind}"},
+            r"mask: .* taken for a secret.* at key plugins\.redaction",
+        ),
+    ],
+    ids=["unknown-kind", "mask-taken-for-a-secret"],
+)
+def test_a_bad_section_names_the_key(section, message):
+    with pytest.raises(ConfigError, match=message):
+        make_assembler(config(section), plugins=plugins())

@@ -28,32 +28,41 @@ def h(i: str) -> Node:
     return Node(id=i, author_type="human", content=i)
 
 
-def test_cycle_is_an_error(edge):
-    with pytest.raises(LoomError, match=r"loom tree 't': cycle through parent edges: a -> b -> a"):
-        Tree(id="t", nodes=(h("a"), h("b")), edges=(edge("1", "a", "b"), edge("2", "b", "a")))
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        (
+            lambda e: dict(nodes=(h("a"), h("b")), edges=(e("1", "a", "b"), e("2", "b", "a"))),
+            r"loom tree 't': cycle through parent edges: a -> b -> a",
+        ),
+        (
+            lambda e: dict(nodes=(h("a"),), edges=(e("1", "x", "a"),)),
+            r"edge '1' has a missing node: its primary source 'x'",
+        ),
+        (
+            lambda e: dict(nodes=(h("a"), h("b")), edges=(e("1", "a", "b", context="img"),)),
+            r"its context source 'img' is not a node",
+        ),
+        (
+            lambda e: dict(nodes=(h("a"),), edges=(e("1", "a", "zz"),)),
+            r"edge '1' points to nowhere: its target 'zz'",
+        ),
+        (lambda e: dict(nodes=(h("a"), h("a"))), "node id 'a' appears twice"),
+        (
+            lambda e: dict(
+                nodes=(h("a"), h("b"), h("c")), edges=(e("1", "a", "c"), e("2", "b", "c"))
+            ),
+            "node 'c' has two incoming edges",
+        ),
+    ],
+    ids=["cycle", "missing-source", "missing-context", "nowhere", "twice", "two-parents"],
+)
+def test_a_tree_of_the_wrong_shape_is_an_error(edge, shape, message):
+    with pytest.raises(LoomError, match=message):
+        Tree(id="t", **shape(edge))
 
 
-def test_missing_source_node_is_an_error(edge):
-    with pytest.raises(LoomError, match=r"edge '1' has a missing node: its primary source 'x'"):
-        Tree(id="t", nodes=(h("a"),), edges=(edge("1", "x", "a"),))
-    with pytest.raises(LoomError, match=r"its context source 'img' is not a node"):
-        Tree(id="t", nodes=(h("a"), h("b")), edges=(edge("1", "a", "b", context="img"),))
-
-
-def test_edge_to_nowhere_is_an_error(edge):
-    with pytest.raises(LoomError, match=r"edge '1' points to nowhere: its target 'zz'"):
-        Tree(id="t", nodes=(h("a"),), edges=(edge("1", "a", "zz"),))
-
-
-def test_other_shape_errors(edge):
-    with pytest.raises(LoomError, match="node id 'a' appears twice"):
-        Tree(id="t", nodes=(h("a"), h("a")))
-    with pytest.raises(LoomError, match="node 'c' has two incoming edges"):
-        Tree(
-            id="t",
-            nodes=(h("a"), h("b"), h("c")),
-            edges=(edge("1", "a", "c"), edge("2", "b", "c")),
-        )
+def test_an_unknown_author_type_is_an_error():
     with pytest.raises(ValueError, match="author_type"):
         Node(id="x", author_type="robot")  # type: ignore[arg-type]
 

@@ -129,23 +129,31 @@ def test_snapshot_from_a_command(tmp_path):
     assert ctx.system_prompt == "## Nexus Environment\n\n" + EXPECTED
 
 
-def test_failing_command_is_a_warning():
-    code = "import sys; sys.stderr.write('nexus: not logged in\\n'); sys.exit(3)"
-    ctx = assemble({"command": [sys.executable, "-c", code]})
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        (
+            {
+                "command": [
+                    sys.executable,
+                    "-c",
+                    "import sys; sys.stderr.write('nexus: not logged in\\n'); sys.exit(3)",
+                ]
+            },
+            "exited with status 3: nexus: not logged in",
+        ),
+        (
+            {"command": [sys.executable, "-c", "import time; time.sleep(30)"], "timeout": 0.3},
+            "timed out after 0.3s",
+        ),
+        ({"command": ["/nonexistent/nexus-cli", "status"]}, "program not found"),
+    ],
+    ids=["fails", "times-out", "not-found"],
+)
+def test_a_command_that_does_not_answer_is_a_warning(section, message):
+    ctx = assemble(section)
     assert ctx.system_prompt == ""
-    assert "exited with status 3: nexus: not logged in" in ctx.report.warnings[0]
-
-
-def test_slow_command_times_out_into_a_warning():
-    ctx = assemble(
-        {"command": [sys.executable, "-c", "import time; time.sleep(30)"], "timeout": 0.3}
-    )
-    assert "timed out after 0.3s" in ctx.report.warnings[0]
-
-
-def test_missing_program_is_a_warning():
-    ctx = assemble({"command": ["/nonexistent/nexus-cli", "status"]})
-    assert "program not found" in ctx.report.warnings[0]
+    assert message in ctx.report.warnings[0]
 
 
 def test_regenerated_only_when_the_snapshot_hash_changes(tmp_path, monkeypatch):

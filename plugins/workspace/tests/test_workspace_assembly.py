@@ -261,39 +261,29 @@ def test_large_files_are_read_only_as_far_as_needed(tmp_path, monkeypatch):
 
 
 def test_never_strategy_refuses_a_file_too_large_to_fit(tmp_path):
-    big = tmp_path / "big.md"
-    big.write_text("x" * 10_000, "utf-8")
-    try:
+    (tmp_path / "big.md").write_text("x" * 10_000, "utf-8")
+    with pytest.raises(FileRefused, match="truncate_strategy is never"):
         files.read_text(tmp_path, "big.md", strategy="never", max_bytes=100)
-    except FileRefused as exc:
-        assert "truncate_strategy is never" in exc.reason
-    else:
-        raise AssertionError("expected a refusal")
 
 
-def test_max_lines_limits_by_strategy(tmp_path):
-    f = tmp_path / "f.txt"
-    f.write_text("".join(f"{i}\n" for i in range(10)), "utf-8")
-    assert files.read_text(tmp_path, "f.txt", strategy="end", max_lines=3).text == (
-        "0\n1\n2\n[… 7 more lines not shown …]"
-    )
-    assert files.read_text(tmp_path, "f.txt", strategy="start", max_lines=3).text == (
-        "[… 7 earlier lines not shown …]\n7\n8\n9\n"
-    )
-    assert files.read_text(tmp_path, "f.txt", strategy="middle", max_lines=3).text == (
-        "0\n1\n[… 7 more lines not shown …]\n9\n"
-    )
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        ("end", "0\n1\n2\n[… 7 more lines not shown …]"),
+        ("start", "[… 7 earlier lines not shown …]\n7\n8\n9\n"),
+        ("middle", "0\n1\n[… 7 more lines not shown …]\n9\n"),
+    ],
+)
+def test_max_lines_limits_by_strategy(tmp_path, strategy, expected):
+    (tmp_path / "f.txt").write_text("".join(f"{i}\n" for i in range(10)), "utf-8")
+    assert files.read_text(tmp_path, "f.txt", strategy=strategy, max_lines=3).text == expected
 
 
 def test_not_utf8_is_refused(tmp_path):
-    f = tmp_path / "latin1.txt"
-    f.write_bytes("café".encode("latin-1"))
-    try:
+    (tmp_path / "latin1.txt").write_bytes("café".encode("latin-1"))
+    with pytest.raises(FileRefused) as refused:
         files.read_text(tmp_path, "latin1.txt")
-    except FileRefused as exc:
-        assert exc.reason == "not UTF-8 text (binary?)"
-    else:
-        raise AssertionError("expected a refusal")
+    assert refused.value.reason == "not UTF-8 text (binary?)"
 
 
 def test_partial_read_is_reported_as_truncated(workspace, assembler, config_for, write):
