@@ -297,7 +297,7 @@ def test_assembled_context_with_settings_from_config() -> None:
                 }
             },
         },
-        plugins=[("anthropic", plugin), ("history", StaticProvider(HISTORY))],
+        plugins=[("anthropic", plugin), ("turns", StaticProvider(HISTORY))],
     )
     context = assembler.assemble(assembler.request("What next?"))
     assert context.provider == "anthropic"

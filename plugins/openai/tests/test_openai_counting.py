@@ -76,7 +76,7 @@ def test_kernel_budget_equals_the_cookbook_count_of_the_payload() -> None:
                 "budget": {"reserve_response": 100, "reserve_tools": 0},
                 "blocks": [{"id": "rules", "text": COOKBOOK_MESSAGES[0]["content"]}],
             },
-            plugins=[("openai", plugin), ("history", StaticProvider(history))],
+            plugins=[("openai", plugin), ("turns", StaticProvider(history))],
         )
         context = assembler.assemble(assembler.request(COOKBOOK_MESSAGES[5]["content"]))
         payload = assembler.payload(context, "openai")
