@@ -127,6 +127,34 @@ def test_a_path_the_model_chose_adds_no_structure(workspace, assembler, config_f
     assert ctx.report.warnings == ()
 
 
+_file_name = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
+    min_size=1,
+    max_size=40,
+).filter(lambda n: n.strip() and n not in (".", "..") and len(n.encode()) < 200)
+
+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(name=_file_name)
+def test_no_file_name_adds_structure(workspace, assembler, config_for, write, name):
+    """Any name the model could give a file in the working set: it is kept inside its
+    attribute (or the file is refused), never a heading, a fence or a tag of its own."""
+    quoted = "".join(c if c.isascii() and c.isalnum() else f"\\U{ord(c):08x}" for c in name)
+    write(workspace, "working-set.yml", f'files:\n  - path: "{quoted}"\n')
+    write(workspace, name, "data\n")
+    a = assembler(config_for(workspace, working_set="working-set.yml"))
+    ctx = a.assemble(a.request("go"))
+    text = message_text(ctx)
+    lines = text.splitlines()
+    assert not any(line.lstrip().startswith(("#", "```", "~~~")) for line in lines)
+    assert text.count("<context ") <= 1  # the file's own tag, or none when it is refused
+    assert text.count("<") == 2 * text.count("<context ")  # and its closing tag, nothing else
+    assert ctx.system_prompt.count("<") == 0
+    (workspace / name).unlink()
+
+
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -253,3 +253,12 @@ def test_paths_with_line_breaks_or_control_characters_are_refused(tmp_path: Path
     assert reasons(build(root, path)) == {
         path: "control characters and line breaks are refused in paths"
     }
+
+
+def test_a_path_with_a_lone_surrogate_is_refused(tmp_path: Path):
+    """YAML escapes can name a path no file system can hold: a refusal, not a crash."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    manifest = parse_manifest(load_document('files:\n  - path: "a\\ud800.md"\n', "w"), "w")
+    ws = build_working_set(manifest, manifest_path="w", root=root, max_bytes=100, plugin="ws")
+    assert reasons(ws) == {"a\ud800.md": "not valid text (it holds a lone surrogate)"}

@@ -33,6 +33,8 @@ _DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
 #: becoming the controlling terminal (a tty).
 READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _NOCTTY | _CLOEXEC
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _LOOP = "symlink loop (or a path that keeps changing) in"
 
 T = TypeVar("T")
@@ -59,6 +61,8 @@ def check_relative(path: str) -> PurePosixPath:
     a control character or line break, which could add structure where the path is shown)."""
     if not path or not path.strip():
         raise FileRefused(path, "empty or invalid path")
+    if _SURROGATE.search(path):
+        raise FileRefused(printable(path), "not valid text (it holds a lone surrogate)")
     if _CONTROL.search(path):
         raise FileRefused(
             printable(path), "control characters and line breaks are refused in paths"
@@ -72,8 +76,9 @@ def check_relative(path: str) -> PurePosixPath:
 
 
 def printable(path: str) -> str:
-    """``path`` with control characters and line breaks written as escapes, for messages."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), path)
+    """``path`` with control characters, line breaks and lone surrogates written as escapes,
+    for messages."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), path)
 
 
 def kind_of(mode: int) -> str:
