@@ -128,6 +128,7 @@ class Quiet:
 
     def __init__(self) -> None:
         self.wrapped = 0
+        self.asked = 0
 
     @lamina.hookimpl
     def lamina_settings_class(self):
@@ -135,6 +136,8 @@ class Quiet:
 
     @lamina.hookimpl
     def lamina_layer_providers(self, settings):
+        self.asked += 1
+
         def provide(ctx):
             yield lamina.Block.text("quiet:note", "memory", settings.note)
 
@@ -159,6 +162,7 @@ def test_a_plugin_inert_without_its_section_supplies_nothing_until_configured(
     ctx = a.assemble(a.request("hi"))
     assert sum(1 for b in ctx.report.blocks if b.id == "quiet:note") == blocks
     assert plugin.wrapped == wrapped
+    assert plugin.asked == blocks  # an inert plugin's hooks are not even called
 
 
 def test_a_wrapper_sees_config_settings_model_and_strategies_but_not_the_engine():

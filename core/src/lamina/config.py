@@ -10,7 +10,7 @@ import re
 import string
 import tomllib
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from attrs import evolve, field, frozen, validators
 
@@ -149,6 +149,17 @@ def _unique_block_ids(_inst: object, _attr: object, blocks: tuple[StaticBlockCon
 
 
 @frozen(kw_only=True)
+class HistoryConfig:
+    """Where history comes from when a request carries its own (``AssemblyRequest.history``)
+    and a plugin (the ledger) supplies one too: ``prefer = "request"`` (the host's list wins)
+    or ``"plugins"`` (the stored history wins). The report's ``history_source`` says which."""
+
+    prefer: Literal["request", "plugins"] = field(
+        default="request", validator=validators.in_(("request", "plugins"))
+    )
+
+
+@frozen(kw_only=True)
 class PluginsConfig:
     """Which plugins load: ``enable`` is an allow-list, ``disable`` a deny-list, ``require``
     makes a load failure fatal; ``timeout`` is the default per-provider limit in seconds."""
@@ -177,6 +188,7 @@ class LaminaConfig:
     layers: dict[str, LayerConfig] = field(factory=dict)
     blocks: tuple[StaticBlockConfig, ...] = field(default=(), validator=_unique_block_ids)
     tools: tuple[Tool, ...] = ()
+    history: HistoryConfig = field(factory=HistoryConfig)
     plugins: PluginsConfig = field(factory=PluginsConfig)
     sections: dict[str, dict[str, Any]] = field(factory=dict)
     path: str | None = None

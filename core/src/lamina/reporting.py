@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from lamina.model.context import AssembledContext
@@ -105,8 +106,17 @@ def dump_yaml(data: Any) -> str:
     return out.getvalue()
 
 
+#: Characters a YAML reader may fold, drop or treat as a line break: written as escapes.
+_ESCAPED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+
+
 def _represent_str(representer: Any, text: str) -> Any:
-    style = "'" if _reads_as_other_than_text(text) else None
+    if _ESCAPED.search(text):
+        style: str | None = '"'
+    elif _reads_as_other_than_text(text):
+        style = "'"
+    else:
+        style = None
     return representer.represent_scalar("tag:yaml.org,2002:str", text, style=style)
 
 

@@ -8,6 +8,8 @@ re-tokenizes nothing.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -65,6 +67,7 @@ class Assembler:
             model_info=lambda model: self.model(model).info,
         )
         self._models: dict[str, ResolvedModel] = {}
+        self._models_lock = threading.Lock()
         self._render_cache: dict[tuple[Any, ...], str] = {}
         self._gatherer = Gatherer(self.config, self.registry, self.host.settings)
 
@@ -130,8 +133,34 @@ class Assembler:
         result: AssembledContext = hook.call_extra([self._innermost], {"call": call})
         return result
 
+    async def aassemble(
+        self,
+        request: AssemblyRequest,
+        *,
+        strategy: str | None = None,
+        minimum_recent: int | None = None,
+        reserve_response: int | None = None,
+    ) -> AssembledContext:
+        """``assemble`` for asyncio hosts: it runs on a worker thread, so the event loop never
+        waits on tokenizing or on providers' I/O. An assembler is safe to share between
+        threads and tasks: resolved plugins are read-only and memoized counts are locked."""
+        return await asyncio.to_thread(
+            self.assemble,
+            request,
+            strategy=strategy,
+            minimum_recent=minimum_recent,
+            reserve_response=reserve_response,
+        )
+
     def model(self, name: str) -> ResolvedModel:
         """The model's info, tokenizer and memoizing counter, resolved once per model."""
+        found = self._models.get(name)
+        if found is not None:
+            return found
+        with self._models_lock:
+            return self._resolve_model(name)
+
+    def _resolve_model(self, name: str) -> ResolvedModel:
         if name not in self._models:
             info, info_plugin = self.host.model_info(name)
             if self.config.budget.context_window is not None:

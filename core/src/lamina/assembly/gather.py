@@ -15,9 +15,10 @@ from attrs import evolve
 from lamina.assembly.pool import ProviderPool
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import InFlight
+from lamina.builtins.history_plugin import NAME as REQUEST_HISTORY
 from lamina.config import LaminaConfig
 from lamina.errors import LaminaError, PluginError, ProviderError
-from lamina.model.blocks import Block, content_hash
+from lamina.model.blocks import SESSION, Block, content_hash
 from lamina.plugins import Attributed, Registry
 from lamina.records import BlockTransform, LayerProvider, ProviderContext
 
@@ -86,6 +87,7 @@ class Gatherer:
         for ctx in contexts:  # in provider order, whatever order they finished in
             state.warnings.extend(ctx.warnings)
             state.exclusions.extend((x, ctx.plugin) for x in ctx.exclusions)
+        choose_history(state, self.config.history.prefer)
         if self.registry.block_transforms and contexts:
             state.gathered = self._transform(state.gathered, contexts[0], state.warnings)
 
@@ -151,6 +153,29 @@ class Gatherer:
                 return f"yielded block id {block.id!r} twice (first from {first!r})"
             ids.add(block.id)
         return None
+
+
+def choose_history(state: InFlight, prefer: str) -> None:
+    """One source of history: the request's own (``history`` plugin) or the plugins' (the
+    ledger), by ``[history] prefer`` when both supplied some; recorded for the report."""
+    sources = {plugin for block, plugin in state.gathered if block.layer == SESSION}
+    others = sorted(sources - {REQUEST_HISTORY})
+    if REQUEST_HISTORY in sources and others:
+        drop = set(others) if prefer == "request" else {REQUEST_HISTORY}
+        left = [b for b, p in state.gathered if b.layer == SESSION and p in drop]
+        state.gathered = [
+            (b, p) for b, p in state.gathered if not (b.layer == SESSION and p in drop)
+        ]
+        used = "the request's" if prefer == "request" else f"{', '.join(others)}'s"
+        state.warnings.append(
+            f"history: {len(left)} blocks from {', '.join(sorted(drop))} left out; "
+            f"{used} history is used ([history] prefer = {prefer!r})"
+        )
+        sources -= drop
+    if sources == {REQUEST_HISTORY}:
+        state.history_source = "request"
+    elif sources:
+        state.history_source = ", ".join(sorted(sources))
 
 
 def _run_provider(provider: LayerProvider, ctx: ProviderContext) -> list[Block]:

@@ -47,6 +47,7 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
             sha256=_with_tools(out.prefix_sha256, state.tools),
         ),
         strategy=state.strategy,
+        history_source=state.history_source,
         timings_ms=state.timings,
     )
     return AssembledContext(

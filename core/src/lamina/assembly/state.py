@@ -101,6 +101,7 @@ class InFlight:
     warnings: list[str] = field(factory=list)
     exclusions: list[tuple[Exclusion, str]] = field(factory=list)
     gathered: list[tuple[Block, str]] = field(factory=list)
+    history_source: str | None = None
     items: list[Item] = field(factory=list)
     markers: list[Item] = field(factory=list)
     fixed: int = 0

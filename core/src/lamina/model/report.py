@@ -72,4 +72,7 @@ class AssemblyReport:
     tokenizer: TokenizerReport | None = None
     stable_prefix: StablePrefix | None = None
     strategy: str = ""
+    #: Where the history came from: ``"request"`` (the host's own list) or the plugin(s)
+    #: that supplied it (``"ledger"``); ``None`` when there was none.
+    history_source: str | None = None
     timings_ms: dict[str, float] = field(factory=dict)

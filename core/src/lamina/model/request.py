@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from attrs import field, frozen, validators
 
-from lamina.model.messages import Part
+from lamina.model.messages import Message, Part
 from lamina.model.text import clean, clean_data
 
 AgentRole = Literal["manager", "worker", "unified"]
@@ -71,3 +71,6 @@ class AssemblyRequest:
     model_config: ModelConfig = field(factory=ModelConfig)
     task: str | None = None
     metadata: dict[str, Any] = field(factory=dict)
+    #: The conversation so far as the host keeps it (oldest first, tool calls with their
+    #: results); ``None`` when history comes from a plugin such as the ledger.
+    history: tuple[Message, ...] | None = None

@@ -39,6 +39,7 @@ BUILTINS: tuple[tuple[str, str], ...] = (
     ("formatters", "lamina.builtins.formatters_plugin"),
     ("permissions", "lamina.builtins.permissions_plugin"),
     ("event", "lamina.builtins.event_plugin"),
+    ("history", "lamina.builtins.history_plugin"),
     ("static", "lamina.builtins.static_plugin"),
 )
 #: Built-ins the pipeline cannot run without.
@@ -207,11 +208,8 @@ class PluginHost:
         """Resolve every collection hook once, each record attributed to its plugin."""
         by_hook = {}
         for hook in COLLECTIONS:
-            answers = [
-                (plugin, answer)
-                for plugin, answer in self.pm.each(hook, self._kwargs)
-                if not (hook in INERT_HOOKS and plugin in self.inert)
-            ]
+            skip = self.inert if hook in INERT_HOOKS else ()
+            answers = list(self.pm.each(hook, self._kwargs, skip))
             by_hook[hook] = named(hook, answers, self._dists)
         return build_registry(by_hook)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import pluggy
@@ -65,11 +65,16 @@ class LaminaPluginManager(pluggy.PluginManager):
         return result[0] if result else None
 
     def each(
-        self, hook: str, kwargs_for: Callable[[str], dict[str, Any]]
+        self,
+        hook: str,
+        kwargs_for: Callable[[str], dict[str, Any]],
+        skip: Collection[str] = (),
     ) -> Iterator[tuple[str, Any]]:
-        """Each implementer's answer to a collection hook, in registration order."""
+        """Each implementer's answer to a collection hook, in registration order (plugins in
+        ``skip`` are not called at all)."""
         for plugin in self.implementers(hook):
-            yield plugin, self.call_one(hook, plugin, kwargs_for(plugin))
+            if plugin not in skip:
+                yield plugin, self.call_one(hook, plugin, kwargs_for(plugin))
 
     def first(
         self, hook: str, kwargs_for: Callable[[str], dict[str, Any]]
