@@ -144,3 +144,22 @@ def test_postgres_ledger_recognized_and_versioned(postgres_dsn: str) -> None:
         conn.execute("CREATE TABLE invoices (id int)")
     with pytest.raises(LedgerError, match="not a ledger"):
         Ledger.open(other)
+
+
+def test_a_version_1_ledger_is_read_as_it_is_and_migrated_by_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger.open(str(path)) as w:
+        w.append_turn("s", [Message.of("user", "a")], total_tokens=1, counted_by="o200k_base")
+    conn = sqlite3.connect(path)  # back to version 1: no record of which tokenizer counted
+    conn.execute("ALTER TABLE turns DROP COLUMN counted_by")
+    conn.execute("UPDATE ledger_meta SET value = '1' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with Ledger.open(str(path), readonly=True) as r:  # a reader neither refuses nor migrates
+        (turn,) = r.history("s").turns
+        assert (turn.total_tokens, turn.counted_by) == (1, None)  # so the kernel counts again
+        assert r.db.version() == 1
+    with Ledger.open(str(path)) as w:
+        assert w.db.version() == SCHEMA_VERSION
+        w.append_turn("s", [Message.of("user", "b")], total_tokens=1, counted_by="o200k_base")
+        assert [t.counted_by for t in w.history("s").turns] == [None, "o200k_base"]

@@ -91,6 +91,22 @@ def test_compaction_cut_inside_a_tool_pair_keeps_the_call(target: str) -> None:
     assert ids == [call, result]
 
 
+def test_a_call_brought_back_for_a_result_brings_its_own_calls_too(target: str) -> None:
+    def call(i: str) -> Message:
+        return Message(role="assistant", content=(ToolCallPart(id=i, name="ls"),))
+
+    def result(i: str) -> Message:
+        return Message(role="tool", content=(ToolResultPart(call_id=i, content="x"),))
+
+    with Ledger.open(target) as w:
+        w.append_turn("s", [Message.of("user", "old")])
+        t1 = w.append_turn("s", [call("a")])
+        t2 = w.append_turn("s", [call("b"), result("a")])
+        t3 = w.append_turn("s", [result("b")])
+        w.record_compaction("s", "sum", t3)
+        assert [x.id for x in w.history("s").turns] == [t1, t2, t3]
+
+
 def test_stats_sum_usage_and_ratio(target: str) -> None:
     with Ledger.open(target) as w:
         w.append_turn(

@@ -58,8 +58,16 @@ class TranscriptError(LedgerError):
     exit_code = 2
 
     def __init__(
-        self, cause: str, *, session: str, file: str, line: int, field: str | None = None
+        self,
+        cause: str,
+        *,
+        session: str,
+        file: str,
+        line: int | None = None,
+        field: str | None = None,
     ) -> None:
         self.file, self.line, self.field = file, line, field
-        where = f"{file}:{line}" + (f": field {field!r}" if field else "")
+        where = file if line is None else f"{file}:{line}"
+        if field and not cause.startswith(field):
+            cause = f"{field}: {cause}"
         super().__init__(f"{where}: {cause}", session=session)

@@ -2,12 +2,14 @@
 ``compaction{summary, firstKeptEntryId, tokensBefore}`` entries) into the ledger.
 
 Entries are grouped into turns (a user message opens one; assistant messages and tool results
-join it), so a tool call and its result always share a turn. The import is one transaction:
-a bad line or a compaction pointing at a missing entry writes nothing."""
+join it), so a tool call and its result always share a turn. A malformed transcript is a
+``TranscriptError`` naming the file, line and field, found before anything is written; the
+import is one transaction. One transcript may be imported under several session names (each
+import after the first gets its own turn ids)."""
 
 from __future__ import annotations
 
-import json
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,12 @@ from attrs import define, frozen
 from lamina import ImagePart, Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
+from lamina_ledger.records import Trigger
+from lamina_ledger.transcript import Line, kind, read_lines, split
 
 #: Entry types that carry no conversation (settings changes, labels, extension state).
 _IGNORED = {"model_change", "thinking_level_change", "custom", "label", "session_info"}
+_SUMMARIES = ("custom", "branchSummary", "compactionSummary")
 
 
 @frozen(kw_only=True)
@@ -32,8 +37,7 @@ class ImportResult:
 
 @define
 class _Turn:
-    id: str
-    entries: list[str]
+    key: str
     messages: list[Message]
     usage: list[Usage]
     model: str | None = None
@@ -42,215 +46,225 @@ class _Turn:
     completed_at: str | None = None
 
 
-def _fail(session: str, path: Path, line: int, cause: str) -> LedgerError:
-    return LedgerError(f"{path}:{line}: {cause}", session=session)
+@frozen(kw_only=True)
+class _Compaction:
+    key: str
+    summary: str
+    first_kept: str | None  # the key of the turn it keeps first
+    tokens_before: int | None
+    trigger: Trigger
+    created_at: str | None
 
 
-def _parts(content: Any, where: str) -> tuple[Part, ...]:
+def _parts(line: Line, content: Any, field: str) -> tuple[Part, ...]:
     if isinstance(content, str):
-        return (TextPart(text=content),)
+        return (TextPart(text=_text(line, content, field)),)
     if not isinstance(content, list):
-        raise ValueError(f"{where}: content must be a string or a list")
+        raise line.fail(f"must be a string or an array of parts, got {kind(content)}", field)
     out: list[Part] = []
-    for item in content:
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "text":
-            out.append(TextPart(text=str(item.get("text", ""))))
-        elif kind == "image":
-            out.append(
-                ImagePart(media_type=str(item.get("mimeType", "image/png")), data=item.get("data"))
-            )
-        elif kind == "toolCall":
-            args = item.get("arguments") or {}
-            out.append(ToolCallPart(id=str(item["id"]), name=str(item["name"]), arguments=args))
-        elif kind == "thinking":
+    for i, item in enumerate(content):
+        at = f"{field}[{i}]"
+        if not isinstance(item, dict):
+            raise line.fail(f"a part must be an object, got {kind(item)}", at)
+        part = line.text(item.get("type"), f"{at}.type")
+        if part == "text":
+            out.append(TextPart(text=_text(line, item.get("text"), f"{at}.text")))
+        elif part == "image":
+            media = _text(line, item.get("mimeType", "image/png"), f"{at}.mimeType")
+            data = _text(line, item.get("data"), f"{at}.data")
+            out.append(ImagePart(media_type=media, data=data))
+        elif part == "toolCall":
+            args = item.get("arguments")
+            if args is not None and not isinstance(args, dict):
+                raise line.fail(f"must be an object, got {kind(args)}", f"{at}.arguments")
+            line.text(repr(args), f"{at}.arguments")  # every key and value valid Unicode
+            call_id = _text(line, item.get("id"), f"{at}.id")
+            name = _text(line, item.get("name"), f"{at}.name")
+            out.append(ToolCallPart(id=call_id, name=name, arguments=args or {}))
+        elif part == "thinking":
             continue  # the model's private reasoning is not replayed
         else:
-            raise ValueError(f"{where}: unknown content type {kind!r}")
+            raise line.fail(f"unknown content type {part!r}", f"{at}.type")
     return tuple(out)
 
 
-def _usage(data: Any) -> Usage | None:
-    if not isinstance(data, dict):
+def _text(line: Line, value: Any, field: str) -> str:
+    text = line.text(value, field)
+    assert text is not None
+    return text
+
+
+def _usage(line: Line, data: Any) -> Usage | None:
+    if data is None:
         return None
-    read, write = int(data.get("cacheRead", 0) or 0), int(data.get("cacheWrite", 0) or 0)
+    if not isinstance(data, dict):
+        raise line.fail(f"must be an object, got {kind(data)}", "message.usage")
+    read = line.count(data.get("cacheRead"), "message.usage.cacheRead")
+    write = line.count(data.get("cacheWrite"), "message.usage.cacheWrite")
+    fresh = line.count(data.get("input"), "message.usage.input")
     return Usage(
-        input_tokens=int(data.get("input", 0) or 0) + read + write,
+        input_tokens=line.whole(fresh + read + write, "message.usage.input"),
         cached_input_tokens=read,
         cache_creation_tokens=write,
-        output_tokens=int(data.get("output", 0) or 0),
+        output_tokens=line.count(data.get("output"), "message.usage.output"),
     )
 
 
-def _message(entry: dict[str, Any], where: str) -> tuple[Message | None, Usage | None]:
-    msg = entry.get("message")
+def _message(line: Line) -> tuple[Message | None, Usage | None]:
+    """A ``message`` entry's message (``None``: excluded from context) and usage."""
+    msg = line.entry.get("message")
     if not isinstance(msg, dict):
-        raise ValueError(f"{where}: a message entry needs a 'message' object")
+        raise line.fail(f"a message entry needs a 'message' object, got {kind(msg)}", "message")
     role = msg.get("role")
     if role == "user":
-        return Message(role="user", content=_parts(msg.get("content", ""), where)), None
+        content = _parts(line, msg.get("content", ""), "message.content")
+        return Message(role="user", content=content), None
     if role == "assistant":
-        parts = _parts(msg.get("content", []), where)
-        return Message(role="assistant", content=parts), _usage(msg.get("usage"))
+        content = _parts(line, msg.get("content", []), "message.content")
+        return Message(role="assistant", content=content), _usage(line, msg.get("usage"))
     if role == "toolResult":
-        texts = [p.text for p in _parts(msg.get("content", []), where) if isinstance(p, TextPart)]
-        part = ToolResultPart(
-            call_id=str(msg["toolCallId"]),
-            content="\n".join(texts),
-            is_error=bool(msg.get("isError", False)),
+        parts = _parts(line, msg.get("content", []), "message.content")
+        result = ToolResultPart(
+            call_id=_text(line, msg.get("toolCallId"), "message.toolCallId"),
+            content="\n".join(p.text for p in parts if isinstance(p, TextPart)),
+            is_error=line.flag(msg.get("isError"), "message.isError"),
         )
-        return Message(role="tool", content=(part,)), None
+        return Message(role="tool", content=(result,)), None
     if role == "bashExecution":
-        if msg.get("excludeFromContext"):
+        if line.flag(msg.get("excludeFromContext"), "message.excludeFromContext"):
             return None, None
-        text = f"$ {msg.get('command', '')}\n{msg.get('output', '')}"
-        return Message.of("user", text), None
-    if role in ("custom", "branchSummary", "compactionSummary"):
-        body = msg.get("summary") if "summary" in msg else msg.get("content", "")
-        return Message(role="user", content=_parts(body, where)), None
-    raise ValueError(f"{where}: unknown message role {role!r}")
+        command = _text(line, msg.get("command", ""), "message.command")
+        output = _text(line, msg.get("output", ""), "message.output")
+        return Message.of("user", f"$ {command}\n{output}"), None
+    if role in _SUMMARIES:
+        field = "message.summary" if "summary" in msg else "message.content"
+        content = _parts(line, msg.get("summary", msg.get("content", "")), field)
+        return Message(role="user", content=content), None
+    raise line.fail(f"unknown message role {role!r}", "message.role")
 
 
-def read_entries(
-    path: Path, session: str
-) -> tuple[dict[str, Any] | None, list[tuple[int, dict[str, Any]]]]:
-    """The header (if any) and the entries on the path from the root to the last entry."""
-    try:
-        lines = path.read_text("utf-8").splitlines()
-    except OSError as exc:
-        raise LedgerError(f"cannot read {path}: {exc.strerror}", session=session) from exc
-    header, entries = None, []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _fail(session, path, n, f"not valid JSON ({exc.msg})") from exc
-        if not isinstance(entry, dict) or "type" not in entry:
-            raise _fail(session, path, n, "an entry must be an object with a 'type'")
-        if entry["type"] == "session":
-            header = entry
+def plan(path: Path, session: str) -> tuple[str, list[_Turn | _Compaction], int]:
+    """The transcript read and checked whole: its id (the header's, else ``session``), its
+    turns and compactions in order, and how many entries were skipped."""
+    header, entries = split(read_lines(path, session))
+    prefix = (header.entry.get("id") if header is not None else None) or session
+    steps: list[_Turn | _Compaction] = []
+    turn_of: dict[str, str] = {}  # entry id -> key of the turn holding it
+    calls: set[str] = set()
+    current: _Turn | None = None
+    skipped = 0
+    for line in entries:
+        entry_type, key = line.entry["type"], line.entry.get("id") or f"line{line.number}"
+        if entry_type in ("message", "custom_message"):
+            msg: Message | None
+            if entry_type == "custom_message":
+                content = _parts(line, line.entry.get("content", ""), "content")
+                msg, usage = Message(role="user", content=content), None
+            else:
+                msg, usage = _message(line)
+            if msg is None:
+                skipped += 1
+                continue
+            _check_results(line, msg, calls)
+            stamp = line.text(line.entry.get("timestamp"), "timestamp", required=False)
+            if current is None or (msg.role == "user" and current.messages and _closed(current)):
+                current = _Turn(key=key, messages=[], usage=[], started_at=stamp)
+                steps.append(current)
+            turn_of[key] = current.key
+            current.messages.append(msg)
+            current.completed_at = stamp or current.completed_at
+            if usage is not None:
+                current.usage.append(usage)
+                total = _sum(current.usage)
+                assert total is not None
+                line.whole(total.input_tokens, "message.usage.input")  # the turn's sum fits too
+                line.whole(total.output_tokens, "message.usage.output")
+                info = line.entry["message"]
+                model = line.text(info.get("model"), "message.model", required=False)
+                provider = line.text(info.get("provider"), "message.provider", required=False)
+                current.model, current.provider = (
+                    model or current.model,
+                    provider or current.provider,
+                )
+        elif entry_type == "compaction":
+            current = None
+            steps.append(_compaction(line, key, turn_of))
+        elif entry_type in _IGNORED or entry_type == "branch_summary":
+            skipped += 1
         else:
-            entries.append((n, entry))
-    if not entries or all("id" not in e for _, e in entries):
-        return header, entries  # version 1: a linear sequence
-    by_id = {e["id"]: (n, e) for n, e in entries if "id" in e}
-    path_ids: list[str] = []
-    cursor = entries[-1][1].get("id")
-    seen: set[str] = set()
-    while cursor is not None:
-        if cursor in seen:
-            raise _fail(session, path, by_id[cursor][0], f"parentId loop at entry {cursor!r}")
-        seen.add(cursor)
-        if cursor not in by_id:
-            child = path_ids[-1] if path_ids else None
-            at = by_id[child][0] if child else 0
-            raise _fail(session, path, at, f"parentId {cursor!r} names no entry in the file")
-        path_ids.append(cursor)
-        cursor = by_id[cursor][1].get("parentId")
-    return header, [by_id[i] for i in reversed(path_ids)]
+            raise line.fail(f"unknown entry type {entry_type!r}", "type")
+    return str(prefix), steps, skipped
+
+
+def _check_results(line: Line, msg: Message, calls: set[str]) -> None:
+    """A tool result must follow its call: a session holding one without could not be read."""
+    for p in msg.content:
+        if isinstance(p, ToolCallPart):
+            calls.add(p.id)
+        elif isinstance(p, ToolResultPart) and p.call_id not in calls:
+            raise line.fail(
+                f"no tool call {p.call_id!r} comes before this tool result", "message.toolCallId"
+            )
+
+
+def _compaction(line: Line, key: str, turn_of: dict[str, str]) -> _Compaction:
+    summary = _text(line, line.entry.get("summary"), "summary")
+    first = line.text(line.entry.get("firstKeptEntryId"), "firstKeptEntryId", required=False)
+    if first is not None and first not in turn_of:
+        raise line.fail(
+            f"firstKeptEntryId {first!r} is not a message before it",
+            "firstKeptEntryId",
+        )
+    before = line.entry.get("tokensBefore")
+    return _Compaction(
+        key=key,
+        summary=summary,
+        first_kept=None if first is None else turn_of[first],
+        tokens_before=None if before is None else line.whole(before, "tokensBefore"),
+        trigger="manual" if line.flag(line.entry.get("fromHook"), "fromHook") else "context_limit",
+        created_at=line.text(line.entry.get("timestamp"), "timestamp", required=False),
+    )
 
 
 def import_jsonl(ledger: Ledger, path: str | Path, session: str) -> ImportResult:
     """Import one transcript as ``session`` (which must not exist yet)."""
-    path = Path(path)
-    header, entries = read_entries(path, session)
-    prefix = str((header or {}).get("id") or session)
-    turns: list[_Turn] = []
-    plan: list[tuple[str, Any]] = []  # ("turn", _Turn) | ("compaction", (n, entry))
-    turn_of: dict[str, str] = {}
-    current: _Turn | None = None
-    skipped = 0
-    for n, entry in entries:
-        kind, where = entry["type"], f"{path}:{n}"
-        eid = str(entry.get("id", f"line{n}"))
-        if kind == "message" or kind == "custom_message":
-            msg: Message | None
-            try:
-                if kind == "custom_message":
-                    msg, usage = (
-                        Message(role="user", content=_parts(entry.get("content", ""), where)),
-                        None,
-                    )
-                else:
-                    msg, usage = _message(entry, where)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise _fail(session, path, n, str(exc)) from exc
-            if msg is None:
-                skipped += 1
-                continue
-            if current is None or (msg.role == "user" and current.messages and _closed(current)):
-                current = _Turn(id=f"{prefix}/{eid}", entries=[], messages=[], usage=[])
-                current.started_at = entry.get("timestamp")
-                turns.append(current)
-                plan.append(("turn", current))
-            current.entries.append(eid)
-            current.messages.append(msg)
-            current.completed_at = entry.get("timestamp")
-            if usage is not None:
-                current.usage.append(usage)
-                info = entry["message"]
-                current.model = info.get("model", current.model)
-                current.provider = info.get("provider", current.provider)
-            turn_of[eid] = current.id
-        elif kind == "compaction":
-            current = None
-            plan.append(("compaction", (n, entry)))
-        elif kind in _IGNORED or kind == "branch_summary":
-            skipped += 1
-        else:
-            raise _fail(session, path, n, f"unknown entry type {kind!r}")
-    compactions = 0
+    prefix, steps, skipped = plan(Path(path), session)
     with ledger.batch(session):
         if session in ledger.sessions():
             raise LedgerError("the session already exists; import into a new one", session=session)
-        for what, item in plan:
-            if what == "turn":
-                usage = _sum(item.usage)
+        if ledger.known_turns([f"{prefix}/{s.key}" for s in steps]):
+            # imported before, under another name: this copy's turn ids name its session
+            label = hashlib.blake2b(session.encode("utf-8", "surrogatepass"), digest_size=6)
+            prefix = f"{prefix}@{label.hexdigest()}"
+        ledger.create_session(session)
+        for step in steps:
+            if isinstance(step, _Turn):
                 ledger.append_turn(
                     session,
-                    item.messages,
-                    usage=usage,
-                    model=item.model,
-                    provider=item.provider,
-                    turn_id=item.id,
-                    started_at=item.started_at,
-                    completed_at=item.completed_at,
+                    step.messages,
+                    usage=_sum(step.usage),
+                    model=step.model,
+                    provider=step.provider,
+                    turn_id=f"{prefix}/{step.key}",
+                    started_at=step.started_at,
+                    completed_at=step.completed_at,
                 )
-                continue
-            n, entry = item
-            cid = f"{prefix}/{entry.get('id', f'line{n}')}"
-            first = entry.get("firstKeptEntryId")
-            kept = None
-            if first is not None:
-                kept = turn_of.get(str(first))
-                if kept is None:
-                    raise LedgerError(
-                        f"{path}:{n}: compaction's firstKeptEntryId {first!r} is not a message "
-                        "before it",
-                        session=session,
-                        turn=cid,
-                    )
-            if not isinstance(entry.get("summary"), str):
-                raise LedgerError(
-                    f"{path}:{n}: compaction has no summary", session=session, turn=cid
+            else:
+                ledger.record_compaction(
+                    session,
+                    step.summary,
+                    None if step.first_kept is None else f"{prefix}/{step.first_kept}",
+                    tokens_before=step.tokens_before,
+                    trigger=step.trigger,
+                    summarizer="imported",
+                    turn_id=f"{prefix}/{step.key}",
+                    created_at=step.created_at,
                 )
-            ledger.record_compaction(
-                session,
-                entry["summary"],
-                kept,
-                tokens_before=entry.get("tokensBefore"),
-                trigger="manual" if entry.get("fromHook") else "context_limit",
-                summarizer="imported",
-                turn_id=cid,
-                created_at=entry.get("timestamp"),
-            )
-            compactions += 1
+    turns = [s for s in steps if isinstance(s, _Turn)]
     return ImportResult(
         session=session,
         turns=len(turns),
-        compactions=compactions,
+        compactions=len(steps) - len(turns),
         messages=sum(len(t.messages) for t in turns),
         skipped=skipped,
     )

@@ -122,6 +122,17 @@ class LedgerReader:
                 return []
             return [r[0] for r in reversed(self._walk(session, head, "all"))]
 
+    def known_turns(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are turns in the ledger (in any session)."""
+        with self._failing(None), self.db.read():
+            found: set[str] = set()
+            for chunk in _chunks(list(ids), 500):
+                marks = ", ".join("?" * len(chunk))
+                found.update(
+                    r[0] for r in self.db.rows(f"SELECT id FROM turns WHERE id IN ({marks})", chunk)
+                )
+            return found
+
     def compaction(self, turn_id: str, *, session: str | None = None) -> Compaction:
         with self._failing(session, turn_id), self.db.read():
             return self._compaction(turn_id, session)
@@ -269,10 +280,11 @@ class LedgerReader:
                 for p in m.content:
                     if isinstance(p, ToolCallPart):
                         missing.pop(p.id, None)
+            missing.update(unanswered(t.messages))  # a turn brought in needs its calls too
             if not missing:
                 return [*reversed(earlier), *turns]
         call = next(iter(missing))
-        holder = next(t.id for t in turns if call in unanswered(t.messages))
+        holder = next(t.id for t in [*reversed(earlier), *turns] if call in unanswered(t.messages))
         raise LedgerError(
             f"tool result for call {call!r} has no tool call in its ancestry",
             session=session,
