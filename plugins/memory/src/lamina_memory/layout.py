@@ -65,11 +65,21 @@ def section_block(plugin: str, section: str, items: Sequence[Candidate]) -> Bloc
 
 
 class Layout:
-    """Sizes and builds the memory layer's blocks with one formatter and one ``count``."""
+    """Sizes and builds the memory layer's blocks with one formatter. ``count`` counts the
+    texts that repeat (items, titles: it may remember them), ``recount`` the rendered layer,
+    which is new each time."""
 
-    def __init__(self, formatter: Formatter, count: Callable[[str], int], *, plugin: str) -> None:
+    def __init__(
+        self,
+        formatter: Formatter,
+        count: Callable[[str], int],
+        *,
+        plugin: str,
+        recount: Callable[[str], int] | None = None,
+    ) -> None:
         self.formatter = formatter
         self.count = count
+        self.recount = recount or count
         self.plugin = plugin
         self._frames: dict[str, int] = {}
 
@@ -100,7 +110,7 @@ class Layout:
         """Tokens of the memory layer as rendered, with the separator that follows it."""
         if not blocks:
             return 0
-        return self.count(self.render(blocks)) + self.count(self.formatter.separator)
+        return self.recount(self.render(blocks)) + self.count(self.formatter.separator)
 
     def fit(self, selection: Selection, *, compress: bool, compress_min: int) -> list[Block]:
         """The section blocks of what was chosen, re-counted as rendered (BPE merges across

@@ -191,7 +191,7 @@ class MemoryService:
                 n = counts[text] = tokenizer.count(text)
             return n
 
-        return Layout(fmt, count, plugin=self.plugin)
+        return Layout(fmt, count, plugin=self.plugin, recount=tokenizer.count)
 
     def retrieve(
         self,
