@@ -13,8 +13,6 @@ from lamina.testing.postgres import fresh_schema, postgres_dsn
 
 __all__ = ["postgres_dsn"]
 
-DATABASES = ["sqlite", "postgres"]
-
 
 def make_target(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """A ledger location of ``kind``: an SQLite file, or an empty PostgreSQL schema."""
@@ -23,21 +21,10 @@ def make_target(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> st
     return fresh_schema(request.getfixturevalue("postgres_dsn"))
 
 
-@pytest.fixture(params=DATABASES)
+@pytest.fixture(params=["sqlite", "postgres"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A ledger location: an SQLite file, or an empty schema on the test PostgreSQL server."""
     return make_target(request.param, tmp_path, request)
-
-
-@pytest.fixture
-def new_target(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
-    """Make further ledger locations of a kind (``sqlite`` or ``postgres``) in this test."""
-    made = iter(range(1_000_000))
-
-    def factory(kind: str) -> str:
-        return make_target(kind, tmp_path / f"l{next(made)}", request)
-
-    return factory
 
 
 def build_exchange(i: int, result: str = "ok", *, size: int = 1) -> list[Message]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lamina_ledger.errors import LedgerError
@@ -54,22 +55,32 @@ def test_reader_on_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_file_that_is_not_sqlite(tmp_path: Path) -> None:
-    path = tmp_path / "notes.txt"
+def _notes(path: Path) -> None:
     path.write_text("just some notes, long enough to look like a header " * 10)
-    with pytest.raises(LedgerError, match="not a ledger: the file is not an SQLite database"):
-        Ledger.open(str(path))
-    assert path.read_text().startswith("just some notes")
 
 
-def test_an_sqlite_file_of_something_else(tmp_path: Path) -> None:
-    path = tmp_path / "other.db"
+def _invoices(path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE invoices (id INTEGER)")
     conn.commit()
     conn.close()
-    with pytest.raises(LedgerError, match=r"not a ledger: .*\(invoices\) but no ledger_meta"):
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (_notes, "not a ledger: the file is not an SQLite database"),
+        (_invoices, r"not a ledger: .*\(invoices\) but no ledger_meta"),
+    ],
+    ids=["not-sqlite", "other-sqlite"],
+)
+def test_a_file_that_is_not_a_ledger_is_left_alone(tmp_path: Path, make: Any, says: str) -> None:
+    path = tmp_path / "other.db"
+    make(path)
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match=says):
         Ledger.open(str(path))
+    assert path.read_bytes() == before
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

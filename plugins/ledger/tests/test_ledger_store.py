@@ -7,7 +7,7 @@ import pytest
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
 
-from lamina import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from lamina import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart, Usage
 
 
 def count(ledger: Ledger, table: str) -> int:
@@ -196,41 +196,69 @@ def test_compaction_with_missing_first_kept_turn(target: str) -> None:
         assert count(w, "turns") == before
 
 
-def test_corrupt_content_json(target: str) -> None:
+@pytest.mark.parametrize(
+    ("content_json", "says"),
+    [
+        ('[{"type": "text"', "content_json is not valid JSON"),
+        ('[{"type": "video"}]', "unknown part type 'video'"),
+    ],
+    ids=["not-json", "unknown-part"],
+)
+def test_unreadable_content_names_session_and_turn(
+    target: str, content_json: str, says: str
+) -> None:
     with Ledger.open(target) as w:
         t = w.append_turn("s", [Message.of("user", "a")])
-        with w.db.write():
+        with w.db.write():  # corrupt the row from outside the API
             w.db.execute(
-                'UPDATE messages SET content_json = \'[{"type": "text"\' WHERE turn_id = ?', (t,)
+                "UPDATE messages SET content_json = ? WHERE turn_id = ?", (content_json, t)
             )
         with pytest.raises(LedgerError) as err:
             w.history("s")
     msg = str(err.value)
-    assert f"turn {t!r}" in msg and "session 's'" in msg and "content_json is not valid JSON" in msg
+    assert f"turn {t!r}" in msg and "session 's'" in msg and says in msg
 
 
-def test_unknown_part_type_in_content(target: str) -> None:
-    with Ledger.open(target) as w:
-        t = w.append_turn("s", [Message.of("user", "a")])
-        with w.db.write():
-            w.db.execute(
-                'UPDATE messages SET content_json = \'[{"type": "video"}]\' WHERE turn_id = ?', (t,)
-            )
-        with pytest.raises(LedgerError, match="unknown part type 'video'"):
-            w.history("s")
+BAD_WRITES = {
+    "missing-parent": (
+        lambda w: w.append_turn("s", [Message.of("user", "b")], parent_turn_id="nowhere"),
+        "parent turn 'nowhere' does not exist",
+    ),
+    "unknown-trigger": (
+        lambda w: w.record_compaction("s", "x", None, trigger="whim"),
+        "unknown compaction trigger",
+    ),
+    "not-a-message": (lambda w: w.append_turn("s", ["hello"]), "message 0 is a str"),
+    "duplicate-id": (
+        lambda w: w.append_turn("s", [Message.of("user", "dup")], turn_id=w.head("s")),
+        "already exists",
+    ),
+    "orphan-result": (
+        lambda w: w.append_turn(
+            "s", [Message(role="tool", content=(ToolResultPart(call_id="x", content="?"),))]
+        ),
+        "tool result for call 'x' has no tool call before it",
+    ),
+    "image-data-not-text": (
+        lambda w: w.append_turn(
+            "s", [Message(role="user", content=(ImagePart(media_type="image/png", data=5),))]
+        ),
+        "message 0 cannot be stored",
+    ),
+    "count-too-large": (
+        lambda w: w.append_turn("s", [Message.of("user", "b")], total_tokens=2**63),
+        "total_tokens must be a whole number",
+    ),
+}
 
 
-def test_bad_writes_leave_nothing_behind(target: str) -> None:
+@pytest.mark.parametrize("name", list(BAD_WRITES))
+def test_bad_writes_leave_nothing_behind(target: str, name: str) -> None:
+    write, says = BAD_WRITES[name]
     with Ledger.open(target) as w:
         w.append_turn("s", [Message.of("user", "a")])
-        before = (count(w, "turns"), count(w, "messages"))
-        with pytest.raises(LedgerError, match="parent turn 'nowhere' does not exist"):
-            w.append_turn("s", [Message.of("user", "b")], parent_turn_id="nowhere")
-        with pytest.raises(LedgerError, match="unknown compaction trigger"):
-            w.record_compaction("s", "x", None, trigger="whim")  # type: ignore[arg-type]
-        with pytest.raises(LedgerError, match="message 0 is a str"):
-            w.append_turn("s", ["hello"])  # type: ignore[list-item]
-        with pytest.raises(LedgerError, match="already exists"):
-            tid = w.head("s")
-            w.append_turn("s", [Message.of("user", "dup")], turn_id=tid)
-        assert (count(w, "turns"), count(w, "messages")) == before
+        before = (count(w, "turns"), count(w, "messages"), w.head("s"))
+        with pytest.raises(LedgerError, match=says):
+            write(w)
+        assert (count(w, "turns"), count(w, "messages"), w.head("s")) == before
+        assert len(w.history("s").turns) == 1

@@ -6,7 +6,7 @@ from typing import Any
 
 from attrs import Attribute, field, frozen, validators
 
-from lamina import LaminaConfig
+from lamina import LaminaConfig, inert_without_section
 from lamina_ledger.db import is_postgres
 from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
 
@@ -16,9 +16,11 @@ def _fraction(_inst: object, attr: Attribute[float], value: float) -> None:
         raise ValueError(f"{attr.name} must be between 0 and 1 (exclusive), got {value!r}")
 
 
+@inert_without_section
 @frozen(kw_only=True)
 class LedgerSettings:
-    """The plugin's config section. Without ``database`` the plugin is inert."""
+    """The plugin's config section. Without the section, or without ``database``, the plugin
+    is inert (the kernel skips its provider when the section is missing)."""
 
     #: An SQLite file (relative to the config file) or a ``postgresql://`` URL.
     database: str | None = None
