@@ -172,3 +172,19 @@ def test_kernel_modules_stay_small():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_KERNEL_LINES
     }
     assert big == {}
+
+
+def test_the_lazy_public_api_matches_its_typed_imports():
+    """``lamina`` loads its names on first use; the table it loads from and the imports type
+    checkers read must name the same things from the same modules, and each must load."""
+    import lamina
+
+    init = PACKAGES["lamina"] / "__init__.py"
+    typed = {}
+    for node in ast.walk(ast.parse(init.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lamina."):
+            typed.update({alias.name: node.module for alias in node.names})
+    assert typed == lamina._EXPORTS
+    assert sorted(lamina.__all__) == sorted(typed)
+    for name in lamina.__all__:
+        assert getattr(lamina, name) is not None

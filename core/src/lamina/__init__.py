@@ -1,129 +1,267 @@
 """Lamina: assemble the context an LLM sees each turn, fitted to its token budget and laid out
 so the provider's prompt cache keeps hitting.
 
-The public API is what this module exports; plugins use nothing else.
+The public API is what this module exports; plugins use nothing else. Names load on first use
+(``lamina.Assembler`` imports the engine then), so ``import lamina`` and the command line start
+at once; ``tests/test_architecture.py`` keeps the lazy table and the typed imports in step.
 """
 
-from lamina.assembly.engine import Assembler
-from lamina.assembly.measure import IMAGE_TOKENS, count_parts
-from lamina.call import AssemblyCall, KernelView, Overrides
-from lamina.config import LaminaConfig, inert_without_section, load_config
-from lamina.errors import (
-    BudgetError,
-    ConfigError,
-    LaminaError,
-    LaminaWarning,
-    PluginError,
-    ProviderError,
-    SerdeError,
-)
-from lamina.hookspecs import hookimpl, hookspec
-from lamina.model import (
-    EVENT,
-    MEMORY,
-    PERSONA,
-    SESSION,
-    WORKSPACE,
-    AssembledContext,
-    AssemblyReport,
-    AssemblyRequest,
-    Block,
-    BlockReport,
-    BudgetUsage,
-    Event,
-    ImagePart,
-    Message,
-    MessageRole,
-    ModelConfig,
-    Part,
-    Provenance,
-    TextPart,
-    TokenBudget,
-    Tool,
-    ToolCallPart,
-    ToolResultPart,
-    Usage,
-)
-from lamina.plugins import Attributed, Registry
-from lamina.records import (
-    Adapter,
-    BlockTransform,
-    FitStrategy,
-    Formatter,
-    HistoryCut,
-    LayerProvider,
-    LayerSpec,
-    LayerView,
-    ModelInfo,
-    ProviderContext,
-    Summarizer,
-    Tokenizer,
-    ToolFilter,
-    Truncator,
-)
-from lamina.serde import from_json, structure, to_json, unstructure
+from __future__ import annotations
 
-__all__ = [
-    "EVENT",
-    "IMAGE_TOKENS",
-    "MEMORY",
-    "PERSONA",
-    "SESSION",
-    "WORKSPACE",
-    "Adapter",
-    "AssembledContext",
-    "Assembler",
-    "AssemblyCall",
-    "AssemblyReport",
-    "AssemblyRequest",
-    "Attributed",
-    "Block",
-    "BlockReport",
-    "BlockTransform",
-    "BudgetError",
-    "BudgetUsage",
-    "ConfigError",
-    "Event",
-    "FitStrategy",
-    "Formatter",
-    "HistoryCut",
-    "ImagePart",
-    "KernelView",
-    "LaminaConfig",
-    "LaminaError",
-    "LaminaWarning",
-    "LayerProvider",
-    "LayerSpec",
-    "LayerView",
-    "Message",
-    "MessageRole",
-    "ModelConfig",
-    "ModelInfo",
-    "Overrides",
-    "Part",
-    "PluginError",
-    "Provenance",
-    "ProviderContext",
-    "ProviderError",
-    "Registry",
-    "SerdeError",
-    "Summarizer",
-    "TextPart",
-    "TokenBudget",
-    "Tokenizer",
-    "Tool",
-    "ToolCallPart",
-    "ToolFilter",
-    "ToolResultPart",
-    "Truncator",
-    "Usage",
-    "count_parts",
-    "from_json",
-    "hookimpl",
-    "hookspec",
-    "inert_without_section",
-    "load_config",
-    "structure",
-    "to_json",
-    "unstructure",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
+    from lamina.assembly.engine import Assembler as Assembler
+    from lamina.assembly.measure import IMAGE_TOKENS as IMAGE_TOKENS
+    from lamina.assembly.measure import count_parts as count_parts
+    from lamina.call import (
+        AssemblyCall as AssemblyCall,
+    )
+    from lamina.call import (
+        KernelView as KernelView,
+    )
+    from lamina.call import (
+        Overrides as Overrides,
+    )
+    from lamina.config import (
+        LaminaConfig as LaminaConfig,
+    )
+    from lamina.config import (
+        inert_without_section as inert_without_section,
+    )
+    from lamina.config import (
+        load_config as load_config,
+    )
+    from lamina.errors import (
+        BudgetError as BudgetError,
+    )
+    from lamina.errors import (
+        ConfigError as ConfigError,
+    )
+    from lamina.errors import (
+        LaminaError as LaminaError,
+    )
+    from lamina.errors import (
+        LaminaWarning as LaminaWarning,
+    )
+    from lamina.errors import (
+        PluginError as PluginError,
+    )
+    from lamina.errors import (
+        ProviderError as ProviderError,
+    )
+    from lamina.errors import (
+        SerdeError as SerdeError,
+    )
+    from lamina.hookspecs import hookimpl as hookimpl
+    from lamina.hookspecs import hookspec as hookspec
+    from lamina.model import (
+        EVENT as EVENT,
+    )
+    from lamina.model import (
+        MEMORY as MEMORY,
+    )
+    from lamina.model import (
+        PERSONA as PERSONA,
+    )
+    from lamina.model import (
+        SESSION as SESSION,
+    )
+    from lamina.model import (
+        WORKSPACE as WORKSPACE,
+    )
+    from lamina.model import (
+        AssembledContext as AssembledContext,
+    )
+    from lamina.model import (
+        AssemblyReport as AssemblyReport,
+    )
+    from lamina.model import (
+        AssemblyRequest as AssemblyRequest,
+    )
+    from lamina.model import (
+        Block as Block,
+    )
+    from lamina.model import (
+        BlockReport as BlockReport,
+    )
+    from lamina.model import (
+        BudgetUsage as BudgetUsage,
+    )
+    from lamina.model import (
+        Event as Event,
+    )
+    from lamina.model import (
+        ImagePart as ImagePart,
+    )
+    from lamina.model import (
+        Message as Message,
+    )
+    from lamina.model import (
+        MessageRole as MessageRole,
+    )
+    from lamina.model import (
+        ModelConfig as ModelConfig,
+    )
+    from lamina.model import (
+        Part as Part,
+    )
+    from lamina.model import (
+        Provenance as Provenance,
+    )
+    from lamina.model import (
+        TextPart as TextPart,
+    )
+    from lamina.model import (
+        TokenBudget as TokenBudget,
+    )
+    from lamina.model import (
+        Tool as Tool,
+    )
+    from lamina.model import (
+        ToolCallPart as ToolCallPart,
+    )
+    from lamina.model import (
+        ToolResultPart as ToolResultPart,
+    )
+    from lamina.model import (
+        Usage as Usage,
+    )
+    from lamina.plugins import Attributed as Attributed
+    from lamina.plugins import Registry as Registry
+    from lamina.records import (
+        Adapter as Adapter,
+    )
+    from lamina.records import (
+        BlockTransform as BlockTransform,
+    )
+    from lamina.records import (
+        FitStrategy as FitStrategy,
+    )
+    from lamina.records import (
+        Formatter as Formatter,
+    )
+    from lamina.records import (
+        HistoryCut as HistoryCut,
+    )
+    from lamina.records import (
+        LayerProvider as LayerProvider,
+    )
+    from lamina.records import (
+        LayerSpec as LayerSpec,
+    )
+    from lamina.records import (
+        LayerView as LayerView,
+    )
+    from lamina.records import (
+        ModelInfo as ModelInfo,
+    )
+    from lamina.records import (
+        ProviderContext as ProviderContext,
+    )
+    from lamina.records import (
+        Summarizer as Summarizer,
+    )
+    from lamina.records import (
+        Tokenizer as Tokenizer,
+    )
+    from lamina.records import (
+        ToolFilter as ToolFilter,
+    )
+    from lamina.records import (
+        Truncator as Truncator,
+    )
+    from lamina.serde import (
+        from_json as from_json,
+    )
+    from lamina.serde import (
+        structure as structure,
+    )
+    from lamina.serde import (
+        to_json as to_json,
+    )
+    from lamina.serde import (
+        unstructure as unstructure,
+    )
+
+#: Each exported name and the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "Adapter": "lamina.records",
+    "AssembledContext": "lamina.model",
+    "Assembler": "lamina.assembly.engine",
+    "AssemblyCall": "lamina.call",
+    "AssemblyReport": "lamina.model",
+    "AssemblyRequest": "lamina.model",
+    "Attributed": "lamina.plugins",
+    "Block": "lamina.model",
+    "BlockReport": "lamina.model",
+    "BlockTransform": "lamina.records",
+    "BudgetError": "lamina.errors",
+    "BudgetUsage": "lamina.model",
+    "ConfigError": "lamina.errors",
+    "EVENT": "lamina.model",
+    "Event": "lamina.model",
+    "FitStrategy": "lamina.records",
+    "Formatter": "lamina.records",
+    "HistoryCut": "lamina.records",
+    "IMAGE_TOKENS": "lamina.assembly.measure",
+    "ImagePart": "lamina.model",
+    "KernelView": "lamina.call",
+    "LaminaConfig": "lamina.config",
+    "LaminaError": "lamina.errors",
+    "LaminaWarning": "lamina.errors",
+    "LayerProvider": "lamina.records",
+    "LayerSpec": "lamina.records",
+    "LayerView": "lamina.records",
+    "MEMORY": "lamina.model",
+    "Message": "lamina.model",
+    "MessageRole": "lamina.model",
+    "ModelConfig": "lamina.model",
+    "ModelInfo": "lamina.records",
+    "Overrides": "lamina.call",
+    "PERSONA": "lamina.model",
+    "Part": "lamina.model",
+    "PluginError": "lamina.errors",
+    "Provenance": "lamina.model",
+    "ProviderContext": "lamina.records",
+    "ProviderError": "lamina.errors",
+    "Registry": "lamina.plugins",
+    "SESSION": "lamina.model",
+    "SerdeError": "lamina.errors",
+    "Summarizer": "lamina.records",
+    "TextPart": "lamina.model",
+    "TokenBudget": "lamina.model",
+    "Tokenizer": "lamina.records",
+    "Tool": "lamina.model",
+    "ToolCallPart": "lamina.model",
+    "ToolFilter": "lamina.records",
+    "ToolResultPart": "lamina.model",
+    "Truncator": "lamina.records",
+    "Usage": "lamina.model",
+    "WORKSPACE": "lamina.model",
+    "count_parts": "lamina.assembly.measure",
+    "from_json": "lamina.serde",
+    "hookimpl": "lamina.hookspecs",
+    "hookspec": "lamina.hookspecs",
+    "inert_without_section": "lamina.config",
+    "load_config": "lamina.config",
+    "structure": "lamina.serde",
+    "to_json": "lamina.serde",
+    "unstructure": "lamina.serde",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lamina' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -14,7 +14,27 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_USAGE, EXIT_BUDGET = 0, 2, 3
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The built-in commands at once; plugins' commands (``lamina_commands``) only when a
+    name is not built in, so ``lamina --help`` and built-in commands import no plugin."""
+
+    plugins_added = False
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and not self.plugins_added:
+            self.plugins_added = True
+            _add_plugin_commands()
+            found = super().get_command(ctx, cmd_name)
+        return found
+
+
+@click.group(
+    cls=_Commands,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Installed plugins add more commands (the ledger's `lamina ledger`, memory's "
+    "`lamina memory`, …): `lamina COMMAND --help` loads and describes them.",
+)
 @click.version_option(package_name="lamina", prog_name="lamina")
 def cli() -> None:
     """Assemble the context an LLM sees each turn, within its token budget."""
@@ -209,8 +229,6 @@ def main() -> None:
 
     from lamina.errors import LaminaError
 
-    if not (len(sys.argv) > 1 and sys.argv[1] in cli.commands):
-        _add_plugin_commands()
     try:
         code = cli(prog_name="lamina", standalone_mode=False)
     except click.exceptions.Abort:

@@ -8,7 +8,6 @@ re-tokenizes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -144,6 +143,8 @@ class Assembler:
         """``assemble`` for asyncio hosts: it runs on a worker thread, so the event loop never
         waits on tokenizing or on providers' I/O. An assembler is safe to share between
         threads and tasks: resolved plugins are read-only and memoized counts are locked."""
+        import asyncio
+
         return await asyncio.to_thread(
             self.assemble,
             request,
