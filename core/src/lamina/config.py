@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 import string
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from attrs import evolve, field, frozen, validators
+from attrs import Attribute, evolve, field, frozen, validators
 
 from lamina.errors import ConfigError, SerdeError
 from lamina.model.blocks import PLACEMENTS, Placement
@@ -77,23 +78,29 @@ class LayerConfig:
 _MARKER_SPEC = re.compile(r"[<>^=]?[+-]?\d{0,2}[,_]?d?")
 
 
-def _marker(_inst: object, _attr: object, value: str) -> None:
-    """The gap marker may hold ``{count}`` (plain or with a small format spec) and text."""
-    try:
-        fields = list(string.Formatter().parse(value))
-    except ValueError as exc:
-        raise ValueError(
-            f"'marker' is not a valid marker ({exc}); use {{count}} and literal text"
-        ) from exc
-    for _text, name, spec, conversion in fields:
-        if name is None:
-            continue
-        if name != "count" or conversion or not _MARKER_SPEC.fullmatch(spec or ""):
+def _template(*names: str) -> Callable[[object, Attribute[str], str], None]:
+    """A validator for a marker template: literal text and ``{name}`` fields from ``names``
+    (with at most a width under 100), nothing that could reach into objects or allocate."""
+    allowed = " and ".join(f"{{{n}}}" for n in names)
+
+    def check(_inst: object, attr: Attribute[str], value: str) -> None:
+        try:
+            fields = list(string.Formatter().parse(value))
+        except ValueError as exc:
             raise ValueError(
-                f"'marker' may only use {{count}} (with at most a width under 100), "
-                f"not {{{name}{'!' + conversion if conversion else ''}"
-                f"{':' + spec if spec else ''}}}; write a literal brace as {{{{ or }}}}"
-            )
+                f"'{attr.name}' is not a valid marker ({exc}); use {allowed} and literal text"
+            ) from exc
+        for _text, name, spec, conversion in fields:
+            if name is None:
+                continue
+            if name not in names or conversion or not _MARKER_SPEC.fullmatch(spec or ""):
+                raise ValueError(
+                    f"'{attr.name}' may only use {allowed} (with at most a width under 100), "
+                    f"not {{{name}{'!' + conversion if conversion else ''}"
+                    f"{':' + spec if spec else ''}}}; write a literal brace as {{{{ or }}}}"
+                )
+
+    return check
 
 
 @frozen(kw_only=True)
@@ -102,7 +109,9 @@ class FitConfig:
 
     strategy: str = "truncateMiddle"
     minimum_recent: int = field(default=4, validator=validators.ge(0))
-    marker: str = field(default="[… {count} earlier messages omitted …]", validator=_marker)
+    marker: str = field(
+        default="[… {count} earlier messages omitted …]", validator=_template("count")
+    )
     summarizer: str | None = None
 
 
@@ -149,6 +158,29 @@ def _unique_block_ids(_inst: object, _attr: object, blocks: tuple[StaticBlockCon
 
 
 @frozen(kw_only=True)
+class ToolResultsConfig:
+    """Caps on single tool results, applied before anything else is cut (inside protected
+    turns too): a result over its cap keeps its head and tail around ``marker``. The cap is
+    ``per_tool[name]``, else ``max_tokens``, else ``share`` of the available budget."""
+
+    max_tokens: int | None = field(default=None, validator=validators.optional(validators.gt(0)))
+    share: float = field(default=0.25, validator=[validators.gt(0.0), validators.le(1.0)])
+    per_tool: dict[str, int] = field(factory=dict)
+    marker: str = field(
+        default=(
+            "\n[… {omitted} of {total} tokens of this {tool} result left out; call the tool "
+            "again with a narrower request to see them …]\n"
+        ),
+        validator=_template("omitted", "total", "tool", "call_id"),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        for name, cap in self.per_tool.items():
+            if cap <= 0:
+                raise ValueError(f"'per_tool' cap for {name!r} must be > 0, got {cap}")
+
+
+@frozen(kw_only=True)
 class HistoryConfig:
     """Where history comes from when a request carries its own (``AssemblyRequest.history``)
     and a plugin (the ledger) supplies one too: ``prefer = "request"`` (the host's list wins)
@@ -189,6 +221,7 @@ class LaminaConfig:
     blocks: tuple[StaticBlockConfig, ...] = field(default=(), validator=_unique_block_ids)
     tools: tuple[Tool, ...] = ()
     history: HistoryConfig = field(factory=HistoryConfig)
+    tool_results: ToolResultsConfig = field(factory=ToolResultsConfig)
     plugins: PluginsConfig = field(factory=PluginsConfig)
     sections: dict[str, dict[str, Any]] = field(factory=dict)
     path: str | None = None

@@ -27,6 +27,7 @@ from lamina.assembly.plan import plan
 from lamina.assembly.report import report
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import Progress, ResolvedModel
+from lamina.assembly.tool_results import cap_tool_results
 from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, load_config
 from lamina.errors import ConfigError, PluginError
@@ -242,6 +243,7 @@ class Assembler:
         with state.phase("measure", progress):
             measure(state, measurer)
         with state.phase("fit", progress):
+            cap_tool_results(state, measurer, self.config.tool_results)
             fit(state, fitter)
         with state.phase("format", progress):
             format_within(state, measurer, fitter)
