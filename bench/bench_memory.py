@@ -91,15 +91,33 @@ def evidence(raw: list[str], known: set[str]) -> set[str]:
     return out
 
 
-def embed_all(samples: list[dict[str, Any]]) -> dict[str, list[Chunk]]:
-    """Every conversation's turns with MiniLM embeddings (computed once for all variants)."""
+CACHE = Path(os.environ.get("LAMINA_BENCH_CACHE", Path.home() / ".cache" / "lamina-bench"))
+
+
+def embed_cached(texts: list[str]) -> Any:
+    """MiniLM vectors of ``texts``, kept in ``LAMINA_BENCH_CACHE`` (by the texts' hash) so
+    repeated runs do not embed the same turns again."""
+    import hashlib
+
+    import numpy as np
     from lamina_memory.embedders import get_embedder
 
-    emb = get_embedder("minilm")
+    key = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()[:24]
+    path = CACHE / f"minilm-{key}.npy"
+    if path.is_file():
+        return np.load(path)
+    vecs = get_embedder("minilm").embed(texts)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(path, vecs)
+    return vecs
+
+
+def embed_all(samples: list[dict[str, Any]]) -> dict[str, list[Chunk]]:
+    """Every conversation's turns with MiniLM embeddings (computed once for all variants)."""
     out = {}
     for s in samples:
         chunks = turns(s)
-        vecs = emb.embed([c.text for c in chunks])
+        vecs = embed_cached([c.text for c in chunks])
         out[s["sample_id"]] = [
             Chunk(
                 id=c.id,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lamina import ConfigError
+from lamina_memory.blas import one_blas_thread
 
 if TYPE_CHECKING:
     import numpy as np
@@ -207,7 +208,7 @@ class MiniLM:
                 e = encs[i].ids
                 ids[r, : len(e)] = e
                 mask[r, : len(e)] = 1.0
-            with self._lock:
+            with self._lock, one_blas_thread():
                 out[idx] = self._forward(ids, mask)
         return out
 

@@ -40,10 +40,13 @@ class _Indexed:
         self.df: Counter[str] = Counter()
         for d in docs:
             self.df.update(set(d))
-        self.avgdl = max(1.0, sum(len(d) for d in docs) / len(docs)) if docs else 1.0
+        total = sum(len(d) for d in docs)
+        self.avgdl = total / len(docs) if total else 1.0
 
     def bm25(self, doc: Sequence[str], terms: Sequence[str]) -> float:
-        """BM25 of one unindexed document against the indexed statistics."""
+        """BM25 of one unindexed document against the indexed statistics, as the index scores
+        (``bm25s``'s Lucene variant: Lucene's idf, and a term-frequency part without the
+        classic ``k1 + 1`` factor), so a streamed chunk and an indexed one compare fairly."""
         n = max(self.size, 1)
         tf = Counter(doc)
         s = 0.0
@@ -53,7 +56,7 @@ class _Indexed:
                 continue
             df = self.df.get(t, 0)
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            s += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * len(doc) / self.avgdl))
+            s += idf * f / (f + K1 * (1 - B + B * len(doc) / self.avgdl))
         return s
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lamina_memory.blas import one_blas_thread
 from lamina_memory.index import ChunkIndex, Snapshot
 from lamina_memory.query import SECTIONS, Query, fmt_time, recency
 from lamina_memory.records import Candidate
@@ -14,12 +15,20 @@ if TYPE_CHECKING:
 
 
 def _rank(scores: np.ndarray, mask: np.ndarray, limit: int) -> list[int]:
+    """The positions of the ``limit`` best positive scores the mask keeps, best first (ties by
+    position). Partial selection first (``argpartition``), so only those are sorted."""
     import numpy as np
 
     idx = np.flatnonzero(mask & (scores > 0))
-    if idx.size == 0:
+    if idx.size == 0 or limit <= 0:
         return []
-    top = idx[np.argsort(-scores[idx], kind="stable")[:limit]]
+    if idx.size > limit:
+        values = scores[idx]
+        kth = values[np.argpartition(-values, limit - 1)[:limit]].min()
+        better = idx[values > kth]
+        ties = idx[values == kth][: limit - better.size]  # the first ties by position
+        idx = np.sort(np.concatenate([better, ties]))
+    top = idx[np.argsort(-scores[idx], kind="stable")]
     return [int(i) for i in top]
 
 
@@ -40,7 +49,8 @@ def _dense_order(idx: ChunkIndex, q: Query, mask: np.ndarray) -> list[int]:
         return [i for i in order if mask[i]][:limit]
     if idx.dim is None:
         return []
-    dense = idx.vectors @ q.query_vector
+    with one_blas_thread():
+        dense = idx.vectors @ q.query_vector
     dense = np.where(idx.has_vector, dense + 1.0, 0.0)  # cosine in -1..1 → 0..2, >0
     return _rank(dense, mask, limit)
 

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from lamina import MEMORY, Block, ConfigError, Formatter, LaminaConfig, ProviderContext, Tokenizer
+from lamina_memory.blas import one_blas_thread
 from lamina_memory.embedders import Embedder, get_embedder, registered_embedders
 from lamina_memory.errors import MemoryStoreError
 from lamina_memory.filters import parse_filters, requested_sources
@@ -135,7 +136,8 @@ class MemoryService:
             todo = [(i, m) for i, m in enumerate(items) if isinstance(m, Chunk)]
             todo = [(i, c) for i, c in todo if c.embedding is None]
             if todo:
-                vecs = emb.embed([c.text for _, c in todo])
+                with one_blas_thread():
+                    vecs = emb.embed([c.text for _, c in todo])
                 for (i, c), vec in zip(todo, vecs, strict=True):
                     items[i] = attrs.evolve(c, embedding=tuple(float(x) for x in vec))
         store = self.store
@@ -273,7 +275,10 @@ class MemoryService:
         """Every enabled source's candidates, the sources run concurrently."""
         s = self.settings
         emb = self.embedder
-        vector = emb.embed([query_text])[0] if emb is not None else None
+        vector = None
+        if emb is not None:
+            with one_blas_thread():
+                vector = emb.embed([query_text])[0]
         store = self.store
         q = Query(
             signals=extract(query_text, [e.name for e in snap.entities]),

@@ -1,15 +1,19 @@
 """Query signals of the memory framework design: keywords, mentioned entities, intent, relevant event types.
 
 Also the lexical analyser BM25 and keyword matching share: lower-cased words, English stop
-words dropped, a light suffix stemmer (no dictionary, no download).
+words dropped, Snowball (Porter 2) stems through PyStemmer.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from attrs import frozen
+
+from lamina import ConfigError
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _STOP_TEXT = """
@@ -27,22 +31,35 @@ would wouldn't you you'd you'll you're you've your yours yourself yourselves s t
 will yes oh hey
 """
 STOPWORDS = frozenset(_STOP_TEXT.split())
-_SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s")
+_STEMMERS = threading.local()
+
+
+def _stemmer() -> Any:
+    """This thread's Snowball English stemmer (PyStemmer objects are not shared by threads)."""
+    found = getattr(_STEMMERS, "english", None)
+    if found is None:
+        try:
+            import Stemmer  # type: ignore[import-not-found]
+        except ImportError as exc:  # a dependency of lamina-memory: only a broken install
+            raise ConfigError(
+                "plugin 'memory': BM25 needs the Snowball stemmer of the PyStemmer package, "
+                "which is not installed: pip install PyStemmer (a dependency of lamina-memory)",
+                key="plugins.memory",
+            ) from exc
+        found = _STEMMERS.english = Stemmer.Stemmer("english")
+    return found
 
 
 def stem(word: str) -> str:
-    """A light suffix stripper: ``running``/``runs``→``run``; words of ≤ 4 letters unchanged."""
-    if len(word) <= 4:
-        return word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            base = word[: -len(suffix)]
-            if suffix in ("ies", "ied"):
-                return base + "y"
-            if suffix in ("ing", "ed", "edly", "ingly") and len(base) > 3 and base[-1] == base[-2]:
-                base = base[:-1]  # running → run
-            return base
-    return word
+    """Snowball (Porter 2) English stem: ``running``→``run``, ``caring``→``care``."""
+    result: str = _stemmer().stemWord(word)
+    return result
+
+
+def stems(terms: list[str]) -> list[str]:
+    """Snowball stems of ``terms``, in one call."""
+    result: list[str] = _stemmer().stemWords(terms)
+    return result
 
 
 def words(text: str) -> list[str]:
@@ -52,7 +69,7 @@ def words(text: str) -> list[str]:
 
 def analyse(text: str) -> list[str]:
     """The terms BM25 indexes: words minus stop words, stemmed."""
-    return [stem(w) for w in words(text) if w not in STOPWORDS]
+    return stems([w for w in words(text) if w not in STOPWORDS])
 
 
 _INTENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
