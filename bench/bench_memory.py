@@ -40,12 +40,20 @@ DATA = Path(
 )
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 VARIANTS: dict[str, dict[str, Any]] = {
-    "bm25 (rrf_k 60)": {"rrf_k": 60},
-    "bm25": {},
-    "bm25+neighbours": {"neighbours": 1},
-    "fusion": {"embedder": "minilm"},
+    "defaults": {},
+    "bm25 (rrf_k 60)": {"embedder": "none", "neighbours": 0, "rrf_k": 60},
+    "bm25": {"embedder": "none", "neighbours": 0},
+    "bm25+neighbours": {"embedder": "none", "neighbours": 1},
+    "fusion": {"embedder": "minilm", "neighbours": 0},
     "fusion+neighbours": {"embedder": "minilm", "neighbours": 1},
 }
+#: The settings ``--cv`` chooses among (dense on: the default whenever the model is present).
+GRID: list[dict[str, Any]] = [
+    {"embedder": "minilm", "neighbours": n, "rrf_k": k, "dense_weight": w}
+    for n in (0, 1, 2)
+    for k in (5, 20, 60)
+    for w in (1.0, 1.5)
+]
 
 
 def load() -> list[dict[str, Any]]:
@@ -138,8 +146,9 @@ def run_variant(
     embedded: dict[str, list[Chunk]] | None,
     budget: int,
 ) -> dict[str, Any]:
-    dense = "embedder" in extra
+    dense = extra.get("embedder", "auto") != "none"
     per_cat: dict[int, list[float]] = defaultdict(list)
+    per_sample: dict[str, list[float]] = defaultdict(list)
     worst_tokens = 0
     token_counts: list[int] = []
     times = []
@@ -176,6 +185,7 @@ def run_variant(
             worst_tokens = max(worst_tokens, tokens)
             injected = _items(yielded, ctx)
             per_cat[cat].append(len(ev & injected) / len(ev))
+            per_sample[s["sample_id"]].append(per_cat[cat][-1])
         asm.close()
         svc.close()
     all_scores = [x for v in per_cat.values() for x in v]
@@ -184,6 +194,7 @@ def run_variant(
         "recall": statistics.fmean(all_scores),
         "by_category": {CATEGORIES[c]: statistics.fmean(v) for c, v in sorted(per_cat.items())},
         "questions": len(all_scores),
+        "per_sample": dict(per_sample),
         "max_memory_tokens": worst_tokens,
         "mean_memory_tokens": statistics.fmean(token_counts),
         "assemble_ms_median": 1000 * statistics.median(times),
@@ -275,17 +286,66 @@ def latency(samples: list[dict[str, Any]], dense: bool, n_items: int = 10_000) -
 embed_cache: dict[str, list[Chunk]] = {}
 
 
+def label(setting: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in setting.items())
+
+
+def cross_validate(
+    samples: list[dict[str, Any]], embedded: dict[str, list[Chunk]] | None, budget: int
+) -> None:
+    """Choose settings on three conversations, report them on the other three, both ways.
+
+    Every setting of ``GRID`` runs once on all six; a fold picks the best mean recall on its
+    tuning half (the first in grid order on a tie) and reports that setting on the held-out
+    half, which played no part in the choice.
+    """
+    ids = [str(s["sample_id"]) for s in samples]
+    half = len(ids) // 2
+    halves = (ids[:half], ids[half:])
+    results = []
+    print(f"{'setting':52s} {'+'.join(halves[0]):>24s} {'+'.join(halves[1]):>24s}   all six")
+    for setting in GRID:
+        r = run_variant(label(setting), setting, samples, embedded, budget)
+        scores = [_mean(r, h) for h in halves]
+        results.append((setting, scores))
+        print(
+            f"{label(setting):52s} {100 * scores[0]:23.1f}% {100 * scores[1]:23.1f}%   "
+            f"{100 * r['recall']:.1f}%",
+            flush=True,
+        )
+    for tune, held in ((0, 1), (1, 0)):
+        best, scores = max(results, key=lambda sr: sr[1][tune])
+        print(
+            f"fold: tuned on {'+'.join(halves[tune])} -> {label(best)}: "
+            f"tuning half {100 * scores[tune]:.1f}%, held-out half ({'+'.join(halves[held])}) "
+            f"{100 * scores[held]:.1f}%",
+            flush=True,
+        )
+
+
+def _mean(result: dict[str, Any], ids: list[str]) -> float:
+    """Mean recall over the questions of the conversations ``ids``."""
+    return statistics.fmean(x for sid in ids for x in result["per_sample"].get(sid, []))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=int, default=1024)
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names")
     ap.add_argument("--latency", action="store_true", help="also time a 10,000-item store")
+    ap.add_argument(
+        "--cv",
+        action="store_true",
+        help="cross-validate the settings: tune on three conversations, report on the other three",
+    )
     args, _unknown = ap.parse_known_args()  # `./dev bench ARGS` passes every script the same args
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     samples = load()
     names = [v for v in args.variants.split(",") if v]
     embedded = None
-    if any("embedder" in VARIANTS[n] for n in names) or args.latency:
+    if args.cv:
+        names = []
+    if args.cv or args.latency or any(VARIANTS[n].get("embedder") != "none" for n in names):
         started = time.perf_counter()
         embedded = embed_all(samples)
         embed_cache.update(embedded)
@@ -302,6 +362,8 @@ def main() -> None:
             f"memory tokens mean {r['mean_memory_tokens']:.0f} max {r['max_memory_tokens']}  assemble {r['assemble_ms_median']:.1f} ms",
             flush=True,
         )
+    if args.cv:
+        cross_validate(samples, embedded, args.budget)
     if args.latency:
         for dense in (False, True):
             r2 = latency(samples, dense)

@@ -20,9 +20,13 @@ NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def build(section: dict[str, Any] | None = None, **top: Any) -> tuple[Assembler, MemoryService]:
-    """An isolated assembler with the memory plugin (in-memory store unless told otherwise)."""
+    """An isolated assembler with the memory plugin (in-memory store, BM25 alone and no
+    neighbours unless told otherwise: the tests' expected rankings are BM25's; the defaults
+    have tests of their own)."""
     config: dict[str, Any] = {"model": "gpt-4o", **top}
-    config["plugins"] = {"memory": {"store": "memory:", **(section or {})}}
+    config["plugins"] = {
+        "memory": {"store": "memory:", "embedder": "none", "neighbours": 0, **(section or {})}
+    }
     asm = make_assembler(config, plugins=[("memory", memory_plugin)], now=NOW)
     return asm, memory_plugin.SERVICES[None]
 

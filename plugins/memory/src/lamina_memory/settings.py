@@ -65,14 +65,16 @@ class Settings:
     semantic_limit: int = field(default=200, validator=validators.ge(1))
     salient_entities: int = field(default=10, validator=validators.ge(0))
     relation_depth: int = field(default=2, validator=validators.ge(0))
-    embedder: str | None = None
+    #: ``auto``: the built-in ``minilm`` when its model is installed, else BM25 alone with one
+    #: warning in each report; ``none`` (or None): BM25 alone, silently; else a registered name.
+    embedder: str | None = "auto"
     embedder_options: dict[str, Any] = field(factory=dict)
     #: Where dense search runs: ``store`` uses the store's own index when it has one
     #: (pgvector's ``<=>`` on PostgreSQL), ``memory`` always the in-memory matrix.
     dense_search: str = field(default="store", validator=validators.in_(("store", "memory")))
     dense_weight: float = field(default=1.0, validator=validators.ge(0))
     rrf_k: int = field(default=5, validator=validators.ge(1))
-    neighbours: int = field(default=0, validator=validators.ge(0))
+    neighbours: int = field(default=1, validator=validators.ge(0))
     show_dates: bool = False
     since: str | None = None
     event_types: tuple[str, ...] = ()
