@@ -27,8 +27,8 @@ def test_first_use_creates_a_wal_ledger_at_the_current_version(tmp_path: Path) -
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     meta = dict(conn.execute("SELECT key, value FROM ledger_meta").fetchall())
-    assert meta == {"application": "lamina-ledger", "schema_version": "2"}
-    assert SCHEMA_VERSION == 2
+    assert meta == {"application": "lamina-ledger", "schema_version": "3"}
+    assert SCHEMA_VERSION == 3
     conn.close()
 
 
@@ -91,7 +91,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     for readonly in (False, True):
-        with pytest.raises(LedgerError, match="schema version 99, newer than .* supports \\(2\\)"):
+        with pytest.raises(LedgerError, match="schema version 99, newer than .* supports \\(3\\)"):
             Ledger.open(str(path), readonly=readonly)
 
 
@@ -157,20 +157,36 @@ def test_postgres_ledger_recognized_and_versioned(postgres_dsn: str) -> None:
         Ledger.open(other)
 
 
-def test_a_version_1_ledger_is_read_as_it_is_and_migrated_by_a_writer(tmp_path: Path) -> None:
+def downgrade(path: Path, version: int) -> None:
+    """Take a current ledger back to schema ``version`` (dropping what later ones added)."""
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE sessions DROP COLUMN version")
+    conn.execute("ALTER TABLE messages DROP COLUMN content_hash")
+    if version < 2:  # no record of which tokenizer counted
+        conn.execute("ALTER TABLE turns DROP COLUMN counted_by")
+    conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_ledger_is_read_as_it_is_and_migrated_by_a_writer(
+    tmp_path: Path, version: int
+) -> None:
     path = tmp_path / "ledger.db"
     with Ledger.open(str(path)) as w:
         w.append_turn("s", [Message.of("user", "a")], total_tokens=1, counted_by="o200k_base")
-    conn = sqlite3.connect(path)  # back to version 1: no record of which tokenizer counted
-    conn.execute("ALTER TABLE turns DROP COLUMN counted_by")
-    conn.execute("UPDATE ledger_meta SET value = '1' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
+        stored = w.history("s").turns[0].message_hashes
+    downgrade(path, version)
     with Ledger.open(str(path), readonly=True) as r:  # a reader neither refuses nor migrates
         (turn,) = r.history("s").turns
-        assert (turn.total_tokens, turn.counted_by) == (1, None)  # so the kernel counts again
-        assert r.db.version() == 1
-    with Ledger.open(str(path)) as w:
-        assert w.db.version() == SCHEMA_VERSION
-        w.append_turn("s", [Message.of("user", "b")], total_tokens=1, counted_by="o200k_base")
-        assert [t.counted_by for t in w.history("s").turns] == [None, "o200k_base"]
+        counted_by = "o200k_base" if version >= 2 else None  # else the kernel counts again
+        assert (turn.total_tokens, turn.counted_by) == (1, counted_by)
+        assert turn.message_hashes == stored  # computed on first read, the same
+        assert r.db.version() == version and r.version("s") is None
+        with Ledger.open(str(path)) as w:  # a writer migrates; the old reader keeps reading
+            assert w.db.version() == SCHEMA_VERSION
+            w.append_turn("s", [Message.of("user", "b")], total_tokens=1, counted_by="o200k_base")
+            assert [t.counted_by for t in w.history("s").turns] == [counted_by, "o200k_base"]
+            assert w.version("s") == 1
+        assert [m.text for t in r.history("s").turns for m in t.messages] == ["a", "b"]

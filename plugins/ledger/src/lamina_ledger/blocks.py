@@ -4,6 +4,8 @@ with the name of the tokenizer that made them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from lamina import SESSION, Block, Message, Provenance, count_parts
 from lamina_ledger.records import History, Turn
 from lamina_ledger.settings import LedgerSettings
@@ -59,8 +61,13 @@ def summary_block(history: History, settings: LedgerSettings, plugin: str) -> Bl
 
 
 def turn_blocks(turn: Turn, plugin: str) -> list[Block]:
+    """One block per message; the content hash is the one stored with it (never recomputed)."""
     out = []
-    for i, (m, tokens) in enumerate(zip(turn.messages, message_tokens(turn), strict=True)):
+    hashes = turn.message_hashes or (None,) * len(turn.messages)
+    for i, (m, tokens, digest) in enumerate(
+        zip(turn.messages, message_tokens(turn), hashes, strict=True)
+    ):
+        extra: dict[str, Any] = {} if digest is None else {"hash": digest}
         out.append(
             Block(
                 id=f"{PREFIX}{turn.id}:{i}",
@@ -75,9 +82,15 @@ def turn_blocks(turn: Turn, plugin: str) -> list[Block]:
                     source_id=f"{turn.id}:{i}",
                     metadata={"turn_id": turn.id, "context_json": m.context_json},
                 ),
+                **extra,
             )
         )
     return out
+
+
+def summary_key(settings: LedgerSettings) -> str:
+    """What the summary block depends on besides the compaction (for remembering it)."""
+    return f"{settings.summary_role}\x00{settings.summary_marker}"
 
 
 def history_blocks(history: History, settings: LedgerSettings, plugin: str) -> list[Block]:

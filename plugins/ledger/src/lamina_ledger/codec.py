@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -13,6 +14,12 @@ PARTS = tuple[Part, ...]
 def dump_parts(parts: tuple[Part, ...]) -> str:
     """``content_json`` text for a message's parts (each tagged with its ``type``)."""
     return json.dumps(unstructure(parts, PARTS), ensure_ascii=False, sort_keys=True)
+
+
+def parts_hash(content_json: str) -> str:
+    """A message's content hash: sha256 of its ``content_json`` (computed once, when written,
+    or when a row written before hashes were stored is first read)."""
+    return hashlib.sha256(content_json.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def load_parts(text: str) -> tuple[Part, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -58,10 +59,14 @@ def explain(exc: BaseException) -> str:
 
 
 class Database:
-    """A connection in autocommit mode; ``read()`` and ``write()`` open the transactions."""
+    """A connection in autocommit mode; ``read()`` and ``write()`` open the transactions.
+
+    One connection serves one transaction at a time: ``read()``, ``write()`` and ``close()``
+    hold ``lock`` (reentrant), so threads sharing a ``Database`` take turns."""
 
     def __init__(self, conn: Any, *, dialect: str, name: str, readonly: bool) -> None:
         self.conn, self.dialect, self.name, self.readonly = conn, dialect, name, readonly
+        self.lock = threading.RLock()
         self.depth = 0  # nesting of write(): inner blocks join the outer transaction
         self.schema_version = SCHEMA_VERSION  # what the open found (a reader may find older)
 
@@ -139,7 +144,7 @@ class Database:
         return cls(conn, dialect="postgres", name=name, readonly=readonly)
 
     def close(self) -> None:
-        with suppress(Exception):  # closing a broken connection
+        with self.lock, suppress(Exception):  # closing a broken connection
             self.conn.close()
 
     # -- statements ----------------------------------------------------------------------
@@ -168,9 +173,15 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Database]:
         """A consistent snapshot for the block's reads (writers appending meanwhile are not seen)."""
-        if self.depth:  # inside a write: read what it has written so far
-            yield self
-            return
+        with self.lock:
+            if self.depth:  # inside a write: read what it has written so far
+                yield self
+                return
+            with self._snapshot():
+                yield self
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
         begin = (
             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
             if self.dialect == "postgres"
@@ -180,7 +191,7 @@ class Database:
         try:
             if self.dialect == "sqlite":  # start the snapshot now, not at the first table read
                 self.execute("SELECT count(*) FROM sqlite_master")
-            yield self
+            yield
         finally:
             self.execute("ROLLBACK")
 
@@ -189,17 +200,22 @@ class Database:
         """One transaction: everything in the block is written, or nothing is."""
         if self.readonly:
             raise LedgerError("opened for reading only; nothing was written", database=self.name)
+        with self.lock, self._transaction():
+            yield self
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         if self.depth:
             self.depth += 1
             try:
-                yield self
+                yield
             finally:
                 self.depth -= 1
             return
         self.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
         self.depth = 1
         try:
-            yield self
+            yield
         except BaseException:
             with suppress(*db_errors()):  # the connection itself may have failed
                 self.execute("ROLLBACK")

@@ -3,26 +3,26 @@ the kept turns), ancestries and statistics, each read in one snapshot transactio
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Self
 
-from lamina import Message, ToolCallPart, ToolResultPart, Usage
-from lamina_ledger.codec import load_context, load_parts
+from lamina import Block, ToolCallPart
+from lamina_ledger.cache import Entry, HistoryCache, cached_blocks
 from lamina_ledger.db import Database, db_errors, explain
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.records import Compaction, History, Stats, Turn
+from lamina_ledger.rows import ROLES, TURN_COLUMNS, chunks, decode_turn, unanswered
+
+__all__ = ["MAX_DEPTH", "ROLES", "TURN_COLUMNS", "LedgerReader", "unanswered"]
 
 #: How far an ancestry walk may go before the ledger is taken to be looping.
 MAX_DEPTH = 10_000_000
-ROLES = ("system", "user", "assistant", "tool")
-TURN_COLUMNS = (
-    "id, type, parent_id, thread_id, model, provider, total_tokens, input_tokens, "
-    "cached_input_tokens, cache_creation_tokens, output_tokens, started_at, completed_at, "
-    "counted_by"
-)
 #: Turns read per step when looking further back for the call of a tool result.
 _STEP = 15
+#: Most turns appended since a remembered history that are read onto it; beyond (or when the
+#: remembered head is no longer an ancestor) the history is read whole, reusing decoded turns.
+_EXTEND = 512
 
 
 class LedgerReader:
@@ -34,6 +34,10 @@ class LedgerReader:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        #: Each session's last history and its blocks, kept between requests.
+        self.cache = HistoryCache()
+        #: Turns decoded from rows so far (what the cache saves shows here).
+        self.decoded = 0
 
     @classmethod
     def open(
@@ -99,12 +103,35 @@ class LedgerReader:
 
     def history(self, session: str, *, at_turn: str | None = None) -> History:
         """The session's history up to its head (or ``at_turn``): the latest compaction's
-        summary, then the turns it kept and every turn since, tool calls paired with results."""
+        summary, then the turns it kept and every turn since, tool calls paired with results.
+
+        The history is remembered: the next call reads only what was appended since (one
+        query when nothing was), and re-reads the rest only after a compaction or a branch."""
         with self._failing(session, at_turn), self.db.read():
-            head = at_turn if at_turn is not None else self._head(session)
-            if head is None:
-                return History(session=session, head_turn_id=None, compaction=None, turns=())
-            return self._history(session, head)
+            return self._entry(session, at_turn).history
+
+    def history_blocks(
+        self,
+        session: str,
+        *,
+        at_turn: str | None,
+        plugin: str,
+        summary: tuple[str, Callable[[History], Block | None]],
+        make: Callable[[Turn], Sequence[Block]],
+    ) -> list[Block]:
+        """The history's blocks: each turn's ``make(turn)`` made once and remembered with the
+        history; ``summary`` is the summary block's maker and the settings it depends on."""
+        with self._failing(session, at_turn), self.db.read():
+            entry = self._entry(session, at_turn)
+            return cached_blocks(
+                entry, plugin, (summary[0], lambda: summary[1](entry.history)), make
+            )
+
+    def version(self, session: str) -> int | None:
+        """The session's version: it moves with every append and compaction (``None`` on a
+        ledger older than schema version 3)."""
+        with self._failing(session), self.db.read():
+            return self._version_head(session)[0]
 
     def turn(self, turn_id: str, *, session: str | None = None) -> Turn:
         """One turn with its messages."""
@@ -126,7 +153,7 @@ class LedgerReader:
         """Which of ``ids`` are turns in the ledger (in any session)."""
         with self._failing(None), self.db.read():
             found: set[str] = set()
-            for chunk in _chunks(list(ids), 500):
+            for chunk in chunks(list(ids), 500):
                 marks = ", ".join("?" * len(chunk))
                 found.update(
                     r[0] for r in self.db.rows(f"SELECT id FROM turns WHERE id IN ({marks})", chunk)
@@ -143,7 +170,7 @@ class LedgerReader:
             head = self._head(session)
             totals = {"normal": [0] * 6, "compaction": [0] * 6}
             ids = [r[0] for r in self._walk(session, head, "all")] if head is not None else []
-            for chunk in _chunks(ids, 500):
+            for chunk in chunks(ids, 500):
                 marks = ", ".join("?" * len(chunk))
                 for row in self.db.rows(
                     "SELECT type, count(*), sum(input_tokens), sum(cached_input_tokens), "
@@ -167,6 +194,64 @@ class LedgerReader:
             )
 
     # -- internals -----------------------------------------------------------------------
+
+    def _entry(self, session: str, at_turn: str | None) -> Entry:
+        """The remembered history of ``session`` (at ``at_turn``), brought up to date. Inside
+        a write nothing is remembered: what it read could still be rolled back."""
+        if self.db.depth:
+            version, head = self._version_head(session) if at_turn is None else (None, at_turn)
+            return Entry(version=version, head=head, history=self._read(session, head, {}))
+        key = (session, at_turn)
+        old = self.cache.get(key)
+        if at_turn is not None:  # a turn's ancestry never changes
+            if old is None:
+                history = self._read(session, at_turn, self.cache.known(session))
+                old = Entry(version=None, head=at_turn, history=history)
+                self.cache.put(key, old)
+            return old
+        version, head = self._version_head(session)
+        if old is not None and old.version == version and old.head == head:
+            return old
+        extended = self._extended(session, old, head) if old is not None else None
+        history = extended or self._read(session, head, self.cache.known(session))
+        entry = Entry(version=version, head=head, history=history)
+        if old is not None:
+            entry.blocks = old.carried(history)
+        self.cache.put(key, entry)
+        return entry
+
+    def _read(self, session: str, head: str | None, known: Mapping[str, Turn]) -> History:
+        if head is None:
+            return History(session=session, head_turn_id=None, compaction=None, turns=())
+        return self._history(session, head, known)
+
+    def _extended(self, session: str, old: Entry, head: str | None) -> History | None:
+        """``old`` 's history with the turns appended on top of it since, or ``None`` when it
+        cannot be extended (a compaction since, another branch, too many new turns)."""
+        if head is None or old.head is None:
+            return None
+        walked = self._walk(session, head, "until", old.head, limit=_EXTEND)
+        if walked[-1][0] != old.head or any(r[2] != "normal" for r in walked[:-1]):
+            return None
+        new = self._turns([r[0] for r in reversed(walked[:-1])], session)
+        turns = self._pair_tool_results(session, [*old.history.turns, *new])
+        return History(
+            session=session,
+            head_turn_id=head,
+            compaction=old.history.compaction,
+            turns=tuple(turns),
+        )
+
+    def _version_head(self, session: str) -> tuple[int | None, str | None]:
+        version = "s.version" if self.db.schema_version >= 3 else "NULL"
+        row = self.db.one(
+            f"SELECT {version}, t.head_turn_id FROM sessions s "
+            "JOIN threads t ON t.id = s.thread_id WHERE s.label = ?",
+            (session,),
+        )
+        if row is None:
+            raise LedgerError("no such session", session=session)
+        return (None if row[0] is None else int(row[0])), row[1]
 
     def _head(self, session: str) -> str | None:
         row = self.db.one(
@@ -223,7 +308,7 @@ class LedgerReader:
             )
         return [r[:3] for r in rows]
 
-    def _history(self, session: str, head: str) -> History:
+    def _history(self, session: str, head: str, known: Mapping[str, Turn]) -> History:
         since = self._walk(session, head, "compaction")
         compaction: Compaction | None = None
         kept_ids = [r[0] for r in since if r[2] == "normal"]
@@ -254,27 +339,31 @@ class LedgerReader:
                     )
                 kept_ids += [r[0] for r in before if r[2] == "normal"]
         kept_ids.reverse()
-        turns = self._turns(kept_ids, session)
-        turns = self._pair_tool_results(session, turns)
+        turns = self._turns(kept_ids, session, known)
+        turns = self._pair_tool_results(session, turns, known)
         return History(
             session=session, head_turn_id=head, compaction=compaction, turns=tuple(turns)
         )
 
-    def _earlier(self, session: str, start: str | None) -> Iterator[Turn]:
+    def _earlier(
+        self, session: str, start: str | None, known: Mapping[str, Turn] | None = None
+    ) -> Iterator[Turn]:
         """The normal turns from ``start`` back to the root, newest first, read a few at a time
         (the search for a tool result's call usually ends one turn back)."""
         while start is not None:
             more = self._walk(session, start, "all", limit=_STEP)
-            yield from self._turns([r[0] for r in more if r[2] == "normal"], session)
+            yield from self._turns([r[0] for r in more if r[2] == "normal"], session, known)
             start = more[-1][1]
 
-    def _pair_tool_results(self, session: str, turns: list[Turn]) -> list[Turn]:
+    def _pair_tool_results(
+        self, session: str, turns: list[Turn], known: Mapping[str, Turn] | None = None
+    ) -> list[Turn]:
         """Extend the kept turns backwards, turn by turn, until every tool result has its call."""
         missing = unanswered(m for t in turns for m in t.messages)
         if not missing:
             return turns
         earlier: list[Turn] = []
-        for t in self._earlier(session, turns[0].parent_id):
+        for t in self._earlier(session, turns[0].parent_id, known):
             earlier.append(t)
             for m in t.messages:
                 for p in m.content:
@@ -291,31 +380,40 @@ class LedgerReader:
             turn=holder,
         )
 
-    def _turns(self, ids: Sequence[str], session: str | None) -> list[Turn]:
-        """The turns ``ids`` with their messages, in the order given."""
+    def _turns(
+        self, ids: Sequence[str], session: str | None, known: Mapping[str, Turn] | None = None
+    ) -> list[Turn]:
+        """The turns ``ids`` with their messages, in the order given; those in ``known`` (decoded
+        already: a turn never changes) are not read again."""
+        known = known or {}
         found: dict[str, tuple[Any, ...]] = {}
         messages: dict[str, list[tuple[Any, ...]]] = {}
         columns = TURN_COLUMNS
         if self.db.schema_version < 2:  # a reader of a ledger not yet migrated
             columns = columns.replace("counted_by", "NULL")
-        for chunk in _chunks(list(ids), 500):
+        hashes = "content_hash" if self.db.schema_version >= 3 else "NULL"
+        for chunk in chunks([i for i in ids if i not in known], 500):
             marks = ", ".join("?" * len(chunk))
             for row in self.db.rows(f"SELECT {columns} FROM turns WHERE id IN ({marks})", chunk):
                 found[row[0]] = row
             for row in self.db.rows(
-                "SELECT turn_id, seq, role, content_json, context_json, token_count "
+                f"SELECT turn_id, seq, role, content_json, context_json, token_count, {hashes} "
                 f"FROM messages WHERE turn_id IN ({marks}) ORDER BY turn_id, seq",
                 chunk,
             ):
                 messages.setdefault(row[0], []).append(row)
         out = []
         for tid in ids:
+            if tid in known:
+                out.append(known[tid])
+                continue
             got = found.get(tid)
             if got is None:
                 raise LedgerError(
                     "broken ancestry: the turn does not exist", session=session, turn=tid
                 )
-            out.append(_turn(got, messages.get(tid, []), session))
+            out.append(decode_turn(got, messages.get(tid, []), session))
+            self.decoded += 1
         return out
 
     def _compaction(self, turn_id: str, session: str | None) -> Compaction:
@@ -338,61 +436,3 @@ class LedgerReader:
             summarizer=row[6],
             created_at=row[7],
         )
-
-
-def unanswered(messages: Iterator[Message] | Sequence[Message]) -> dict[str, None]:
-    """The call ids of tool results in ``messages`` whose call does not come before them
-    (in order, as a dict used as an ordered set)."""
-    calls: set[str] = set()
-    missing: dict[str, None] = {}
-    for m in messages:
-        for p in m.content:
-            if isinstance(p, ToolCallPart):
-                calls.add(p.id)
-            elif isinstance(p, ToolResultPart) and p.call_id not in calls:
-                missing.setdefault(p.call_id, None)
-    return missing
-
-
-def _turn(row: tuple[Any, ...], messages: list[tuple[Any, ...]], session: str | None) -> Turn:
-    out, tokens = [], []
-    for m in messages:
-        try:
-            parts = load_parts(m[3])
-            context = load_context(m[4])
-        except ValueError as exc:
-            raise LedgerError(f"message {m[1]}: {exc}", session=session, turn=row[0]) from exc
-        if m[2] not in ROLES:
-            raise LedgerError(
-                f"message {m[1]}: unknown role {m[2]!r}", session=session, turn=row[0]
-            )
-        out.append(Message(role=m[2], content=parts, context_json=context))
-        tokens.append(m[5])
-    usage = None
-    if row[7] is not None:
-        usage = Usage(
-            input_tokens=int(row[7]),
-            cached_input_tokens=int(row[8] or 0),
-            cache_creation_tokens=int(row[9] or 0),
-            output_tokens=int(row[10] or 0),
-        )
-    return Turn(
-        id=row[0],
-        type=row[1],
-        parent_id=row[2],
-        thread_id=row[3],
-        model=row[4],
-        provider=row[5],
-        total_tokens=row[6],
-        counted_by=row[13],
-        usage=usage,
-        started_at=row[11],
-        completed_at=row[12],
-        messages=tuple(out),
-        message_tokens=tuple(tokens),
-    )
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

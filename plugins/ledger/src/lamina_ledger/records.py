@@ -28,6 +28,8 @@ class Turn:
     thread_id: str
     messages: tuple[Message, ...] = ()
     message_tokens: tuple[int | None, ...] = ()
+    #: Each message's content hash (``codec.parts_hash``), stored when written.
+    message_hashes: tuple[str, ...] = ()
     model: str | None = None
     provider: str | None = None
     total_tokens: int | None = None

@@ -62,6 +62,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # assembly trusts them only for that tokenizer.
         "ALTER TABLE turns ADD COLUMN counted_by TEXT",
     ),
+    (
+        # Bumped with every append and compaction, in the same transaction: a reader that
+        # kept a session's decoded history knows cheaply whether it is still current.
+        "ALTER TABLE sessions ADD COLUMN version BIGINT NOT NULL DEFAULT 0",
+        # A message's content hash, computed once when written (the block's ``hash``).
+        "ALTER TABLE messages ADD COLUMN content_hash TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

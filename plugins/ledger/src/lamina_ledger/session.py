@@ -20,6 +20,7 @@ from lamina_ledger.blocks import PREFIX
 from lamina_ledger.compaction import CompactionResult, compact_history, message_size
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
+from lamina_ledger.pool import POOL
 from lamina_ledger.records import Trigger
 from lamina_ledger.settings import LedgerSettings, settings_from
 from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
@@ -61,9 +62,14 @@ class LedgerSession:
             busy_timeout=self.settings.busy_timeout,
             connect_timeout=self.settings.connect_timeout,
         )
+        # The history provider reads through this ledger while the session is open: one
+        # connection, and one remembered history per session for both.
+        self.target = target
+        POOL.lend(target, self.ledger)
         self.compactions: list[CompactionResult] = []
 
     def close(self) -> None:
+        POOL.withdraw(self.target, self.ledger)
         self.ledger.close()
 
     def __enter__(self) -> LedgerSession:

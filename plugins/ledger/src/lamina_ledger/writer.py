@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lamina import Message, ToolCallPart, Usage
-from lamina_ledger.codec import dump_parts, load_parts
+from lamina_ledger.codec import dump_parts, load_parts, parts_hash
 from lamina_ledger.errors import LedgerConflict, LedgerError
 from lamina_ledger.reader import ROLES, TURN_COLUMNS, LedgerReader, unanswered
 from lamina_ledger.records import TRIGGERS, Trigger
@@ -97,7 +97,7 @@ class LedgerWriter(LedgerReader):
             for row in rows:
                 self.db.execute(
                     "INSERT INTO messages (turn_id, seq, role, content_json, context_json, "
-                    "token_count) VALUES (?, ?, ?, ?, ?, ?)",
+                    "token_count, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
             self._move_head(session, thread, turn_id, head)
@@ -254,7 +254,7 @@ class LedgerWriter(LedgerReader):
                 ) from exc
             tokens = None if message_tokens is None else message_tokens[seq]
             _check_count(tokens, f"message {seq}'s token count", session, turn_id)
-            rows.append((turn_id, seq, m.role, content, context, tokens))
+            rows.append((turn_id, seq, m.role, content, context, tokens, parts_hash(content)))
         return rows
 
     def _thread_for_write(self, session: str) -> tuple[str, str | None]:
@@ -394,7 +394,12 @@ class LedgerWriter(LedgerReader):
                 session=session,
                 turn=turn_id,
             )
-        self.db.execute("UPDATE sessions SET updated_at = ? WHERE label = ?", (_now(), session))
+        # The session's version moves with its head, in the same transaction: readers that
+        # kept its decoded history see at once that it changed.
+        self.db.execute(
+            "UPDATE sessions SET updated_at = ?, version = version + 1 WHERE label = ?",
+            (_now(), session),
+        )
 
 
 def _check_count(value: int | None, what: str, session: str | None, turn: str) -> None:

@@ -1,0 +1,100 @@
+"""What a reader keeps between requests: each session's last history (its decoded turns) and
+the blocks made from them, so the next request reads and decodes only what was appended.
+
+Turns are never edited once written, so a decoded turn stays valid for as long as it is on a
+history; what changes is which turns a history holds. The store's session version (and the
+head) say whether it changed; a history read at a chosen turn never changes."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+from attrs import define, field
+
+from lamina import Block
+from lamina_ledger.records import History, Turn
+
+#: Sessions (and pinned turns) a reader remembers; the least recently used is forgotten first.
+SESSIONS = 256
+
+Key = tuple[str, str | None]
+
+
+@define(kw_only=True)
+class Entry:
+    """One session's history as last read, with the version and head it was read at and the
+    blocks made from it (by plugin name and turn id; ``""`` holds the summary)."""
+
+    version: int | None
+    head: str | None
+    history: History
+    blocks: dict[tuple[str, str], tuple[Block, ...]] = field(factory=dict)
+
+    def turns(self) -> dict[str, Turn]:
+        return {t.id: t for t in self.history.turns}
+
+    def carried(self, history: History) -> dict[tuple[str, str], tuple[Block, ...]]:
+        """The blocks still good for ``history``: those of turns it still holds."""
+        ids = {t.id for t in history.turns}
+        if history.compaction is not None:
+            ids.add(history.compaction.turn_id)
+        return {k: v for k, v in self.blocks.items() if k[1].split("\x00")[0] in ids}
+
+
+class HistoryCache:
+    """Entries by (session, pinned turn or ``None`` for the head), least recently used first.
+    Callers hold the reader's lock."""
+
+    def __init__(self, size: int = SESSIONS) -> None:
+        self.size = size
+        self._entries: OrderedDict[Key, Entry] = OrderedDict()
+
+    def get(self, key: Key) -> Entry | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: Key, entry: Entry) -> None:
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def known(self, session: str) -> dict[str, Turn]:
+        """The decoded turns of ``session`` 's remembered histories, by id."""
+        out: dict[str, Turn] = {}
+        for (name, _at), entry in self._entries.items():
+            if name == session:
+                out.update(entry.turns())
+        return out
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def cached_blocks(
+    entry: Entry,
+    plugin: str,
+    summary: tuple[str, Callable[[], Block | None]],
+    make: Callable[[Turn], Sequence[Block]],
+) -> list[Block]:
+    """The history's blocks, each turn's made once per plugin and kept on ``entry``;
+    ``summary`` is the summary block's maker and what it depends on besides the compaction."""
+    out: list[Block] = []
+    compaction = entry.history.compaction
+    if compaction is not None:
+        key = (plugin, f"{compaction.turn_id}\x00{summary[0]}")
+        found = entry.blocks.get(key)
+        if found is None:
+            made = summary[1]()
+            found = entry.blocks[key] = (made,) if made is not None else ()
+        out += found
+    for turn in entry.history.turns:
+        key = (plugin, turn.id)
+        found = entry.blocks.get(key)
+        if found is None:
+            found = entry.blocks[key] = tuple(make(turn))
+        out += found
+    return out

@@ -1,0 +1,180 @@
+"""Incremental history: a reader remembers each session's decoded turns and blocks between
+requests and decodes only what was appended since; another writer's append and a compaction
+are seen on the next request; whatever happens, the remembered history equals a fresh read."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lamina_ledger.plugin as plugin
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lamina_ledger.ledger import Ledger
+from lamina_ledger.session import LedgerSession
+
+from lamina import Message, ToolCallPart, ToolResultPart
+from lamina.testing import make_assembler
+
+
+def config(database: str, budget: int = 100_000) -> dict[str, Any]:
+    return {
+        "model": "gpt-4o",
+        "session": "s",
+        "budget": {"max_tokens": budget, "reserve_response": 0, "reserve_tools": 0},
+        "plugins": {"ledger": {"database": database}},
+    }
+
+
+def test_the_next_request_decodes_only_the_turn_appended_since(
+    target: str, exchange: Callable[..., list[Message]]
+) -> None:
+    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s:
+        s.start("s")
+        for i in range(5):
+            s.record_turn(a.request(f"q{i}"), exchange(i))
+        first = s.assemble(a.request("now"))
+        assert len(first.history) == 20
+        before = s.ledger.decoded
+        assert s.assemble(a.request("again")).history == first.history
+        assert s.ledger.decoded == before  # nothing appended: nothing read or decoded
+        s.record_turn(a.request("q5"), exchange(5))
+        second = s.assemble(a.request("now"))
+        assert s.ledger.decoded == before + 1
+        assert second.history[:20] == first.history and len(second.history) == 24
+    a.close()
+
+
+def test_another_writers_append_and_compaction_are_seen_on_the_next_request(
+    target: str, exchange: Callable[..., list[Message]]
+) -> None:
+    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s, Ledger.open(target) as other:
+        s.start("s")
+        for i in range(4):
+            s.record_turn(a.request(f"q{i}"), exchange(i))
+        assert len(s.assemble(a.request("now")).history) == 16
+        before = s.ledger.decoded
+        third = s.ledger.head("s")
+        other.append_turn("s", [Message.of("user", "from elsewhere")])
+        ctx = s.assemble(a.request("now"))
+        assert ctx.history[-1].text == "from elsewhere" and s.ledger.decoded == before + 1
+        kept = s.ledger.history("s").turns[3].id
+        other.record_compaction("s", "the gist so far", kept)
+        ctx = s.assemble(a.request("now"))
+        texts = [m.text for m in ctx.history]
+        assert texts[0].endswith("the gist so far")
+        assert texts[1:] == [m.text for m in exchange(3)] + ["from elsewhere"]
+        assert s.ledger.decoded == before + 1, "the kept turns were decoded already"
+        assert third is not None
+    a.close()
+
+
+def test_blocks_are_made_once_with_the_hash_stored_at_write_time(tmp_path: Path) -> None:
+    db = str(tmp_path / "l.db")
+    with Ledger.open(db) as w:
+        w.append_turn("s", [Message.of("user", "hello"), Message.of("assistant", "hi")])
+        stored = [
+            r[0] for r in w.db.rows("SELECT content_hash, content_json FROM messages ORDER BY seq")
+        ]
+        texts = [r[0] for r in w.db.rows("SELECT content_json FROM messages ORDER BY seq")]
+
+        def make(turn: Any) -> list[Any]:
+            from lamina_ledger.blocks import turn_blocks
+
+            made.append(turn.id)
+            return turn_blocks(turn, "ledger")
+
+        made: list[str] = []
+        args: dict[str, Any] = {"at_turn": None, "plugin": "ledger", "make": make}
+        args["summary"] = ("", lambda h: None)
+        one = w.history_blocks("s", **args)
+        two = w.history_blocks("s", **args)
+    assert stored == [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    assert [b.hash for b in one] == stored
+    assert all(x is y for x, y in zip(one, two, strict=True)) and len(made) == 1
+
+
+def test_a_pinned_turns_history_is_remembered(tmp_path: Path) -> None:
+    db = str(tmp_path / "l.db")
+    with Ledger.open(db) as w:
+        t0 = w.append_turn("s", [Message.of("user", "a")])
+        w.append_turn("s", [Message.of("user", "b")])
+        assert [m.text for t in w.history("s", at_turn=t0).turns for m in t.messages] == ["a"]
+        seen = w.decoded
+        w.append_turn("s", [Message.of("user", "c")])
+        assert w.history("s", at_turn=t0).turns[0].messages[0].text == "a"
+        assert w.decoded == seen
+
+
+# -- property: remembered == fresh --------------------------------------------------------
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "call", "result", "compact", "read", "branch"]),
+        st.integers(min_value=0, max_value=1),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=OPS)
+def test_the_remembered_history_always_equals_a_fresh_read(ops: list[tuple[str, int]]) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="ledger-incr-"))
+    db = str(folder / "l.db")
+    try:
+        writers = [Ledger.open(db), Ledger.open(db)]  # two connections, each remembering
+        writers[0].create_session("s")
+        calls: list[str] = []
+        for n, (op, who) in enumerate(ops):
+            w = writers[who]
+            if op == "append":
+                w.append_turn("s", [Message.of("user", f"u{n}"), Message.of("assistant", "ok")])
+            elif op == "call":
+                calls.append(f"c{n}")
+                call = ToolCallPart(id=f"c{n}", name="t", arguments={})
+                w.append_turn("s", [Message(role="assistant", content=(call,))])
+            elif op == "result" and calls:
+                result = ToolResultPart(call_id=calls.pop(0), content="r")
+                w.append_turn("s", [Message(role="tool", content=(result,))])
+            elif op == "compact":
+                ids = [t.id for t in w.history("s").turns]
+                keep = ids[len(ids) // 2] if ids else None
+                w.record_compaction("s", f"summary {n}", keep)
+            elif op == "branch":
+                ids = [t.id for t in w.history("s").turns]
+                if len(ids) > 1:
+                    w.append_turn("s", [Message.of("user", f"b{n}")], parent_turn_id=ids[0])
+                    calls.clear()  # the open calls may be on the branch left behind
+            for reader in writers:
+                with Ledger.open(db, readonly=True) as fresh:
+                    assert reader.history("s") == fresh.history("s")
+        for w in writers:
+            w.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("count", [3])
+def test_the_remembered_history_equals_a_fresh_read_on_postgres(
+    postgres_dsn: str, count: int, exchange: Callable[..., list[Message]]
+) -> None:
+    from lamina.testing.postgres import fresh_schema
+
+    target = fresh_schema(postgres_dsn)
+    with Ledger.open(target) as a, Ledger.open(target) as b:
+        for i in range(count):
+            a.append_turn("s", exchange(i))
+            assert a.history("s") == b.history("s")
+        b.record_compaction("s", "gist", a.history("s").turns[-1].id)
+        a.append_turn("s", exchange(count))
+        with Ledger.open(target, readonly=True) as fresh:
+            assert a.history("s") == b.history("s") == fresh.history("s")
