@@ -17,6 +17,7 @@ from lamina_memory.blas import one_blas_thread
 from lamina_memory.embedders import Embedder, get_embedder, registered_embedders
 from lamina_memory.errors import MemoryStoreError
 from lamina_memory.filters import parse_filters, requested_sources
+from lamina_memory.formats import apply_formats
 from lamina_memory.frames import TaskStack
 from lamina_memory.importing import load_file
 from lamina_memory.index import Snapshot
@@ -250,6 +251,7 @@ class MemoryService:
         if hit is not None and hit[0] > self.clock():
             return hit[1], []
         found, warnings = self._gather(snap, query_text, session, now, who, filters, sources)
+        found = apply_formats(found, s.format, s.formats)
         shares = {name: s.share_of(name) for name in found}
         if frame_lines:
             frame_share = sum(share for _, share in frame_lines)

@@ -7,6 +7,7 @@ from typing import Any
 from attrs import field, frozen, validators
 
 from lamina import inert_without_section
+from lamina_memory.formats import FORMATS
 
 SOURCES = ("recent", "semantic", "entities", "relations", "patterns")
 DEFAULT_SHARES = {
@@ -37,6 +38,20 @@ def _sources(_inst: object, _attr: object, value: tuple[str, ...]) -> None:
     unknown = [v for v in value if v not in SOURCES]
     if unknown:
         raise ValueError(f"unknown sources {unknown}; known: {', '.join(SOURCES)}")
+
+
+def _format(_inst: object, attr: Any, value: str) -> None:
+    if value not in FORMATS:
+        raise ValueError(f"{attr.name}: unknown format {value!r}; known: {', '.join(FORMATS)}")
+
+
+def _formats(_inst: object, _attr: object, value: dict[str, str]) -> None:
+    unknown = sorted(set(value) - set(SOURCES))
+    if unknown:
+        raise ValueError(f"formats: unknown sources {unknown}; known: {', '.join(SOURCES)}")
+    bad = {k: v for k, v in value.items() if v not in FORMATS}
+    if bad:
+        raise ValueError(f"formats: unknown formats {bad}; known: {', '.join(FORMATS)}")
 
 
 def _weights(_inst: object, _attr: object, value: tuple[float, ...] | None) -> None:
@@ -76,6 +91,9 @@ class Settings:
     rrf_k: int = field(default=5, validator=validators.ge(1))
     neighbours: int = field(default=1, validator=validators.ge(0))
     show_dates: bool = False
+    #: The Cortex draft's injection format of the whole layer, and per source.
+    format: str = field(default="raw", validator=_format)
+    formats: dict[str, str] = field(factory=dict, validator=_formats)
     since: str | None = None
     event_types: tuple[str, ...] = ()
     entity_types: tuple[str, ...] = ()
