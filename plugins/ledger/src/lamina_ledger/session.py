@@ -17,12 +17,13 @@ from lamina import (
     Usage,
 )
 from lamina_ledger.blocks import PREFIX
-from lamina_ledger.compaction import CompactionResult, compact_history, message_size
+from lamina_ledger.compaction import CompactionResult, compact_history
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.pool import POOL
 from lamina_ledger.records import Trigger
 from lamina_ledger.settings import LedgerSettings, settings_from
+from lamina_ledger.sizing import MemoTokenizer, Sizes, message_counts
 from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
 from lamina_ledger.summarizer import summarizer as default_summarizer
 
@@ -67,6 +68,10 @@ class LedgerSession:
         self.target = target
         POOL.lend(target, self.ledger)
         self.compactions: list[CompactionResult] = []
+        # Per session (model, budget, role): (available, tokens outside history, event tokens)
+        # as the last assembly showed them, to know beforehand whether the next one fits.
+        self._seen: dict[tuple[Any, ...], tuple[int, int, int]] = {}
+        self._sizes = Sizes()
 
     def close(self) -> None:
         POOL.withdraw(self.target, self.ledger)
@@ -102,38 +107,47 @@ class LedgerSession:
 
     def assemble(self, request: AssemblyRequest) -> AssembledContext:
         """Assemble; when the history would not fit whole, compact to ``compact_target`` of
-        the available tokens first (trigger ``context_limit``) and assemble again."""
+        the available tokens (trigger ``context_limit``) first.
+
+        The kernel runs once per request, compaction or not: what the previous request of the
+        session showed (its available tokens and the tokens outside history) and the ledger's
+        exact counts say beforehand whether the history fits. Only when that guess is missing
+        (the session's first request here) or wrong does the kernel run again."""
+        seen = self._seen.get(_key(request))
+        compacted = False
+        if seen is not None:
+            available, fixed = seen[0], seen[1] - seen[2] + self._event_tokens(request)
+            if fixed + self._history_tokens(request) > available:
+                result = self._compact(
+                    request, self.settings.compact_target, available, fixed, "context_limit"
+                )
+                request, compacted = _after(request, result), result is not None
         measured = self._measure(request)
         if isinstance(measured, AssembledContext):
             return measured
-        available, fixed = measured
-        result = self._compact(
-            request, self.settings.compact_target, available, fixed, "context_limit"
-        )
-        request = _after(request, result)
-        ctx = self._measure(request)
-        if isinstance(ctx, AssembledContext):
-            return ctx
+        if not compacted:
+            result = self._compact(
+                request, self.settings.compact_target, *measured, "context_limit"
+            )
+            request = _after(request, result)
+            measured = self._measure(request)
+            if isinstance(measured, AssembledContext):
+                return measured
         # Still too big (the summary or the kept turns came out larger): compact harder once.
-        result = self._compact(
-            request, self.settings.recovery_target, ctx[0], ctx[1], "context_limit"
-        )
+        result = self._compact(request, self.settings.recovery_target, *measured, "context_limit")
         return self.assembler.assemble(_after(request, result))
 
-    def recover(self, request: AssemblyRequest) -> AssembledContext:
-        """After the provider reported a context overflow: compact to ``recovery_target``
-        (trigger ``overflow_recovery``) and assemble again."""
-        measured = self._measure(request)
-        if isinstance(measured, AssembledContext):
-            available = measured.token_budget.available
-            used = measured.token_budget.used
-            fixed = used.total - used.history
-        else:
-            available, fixed = measured
+    def recover(
+        self, request: AssemblyRequest, failed: AssembledContext | None = None
+    ) -> AssembledContext:
+        """After the provider reported a context overflow (for ``failed``, the context that
+        was sent, when given): compact to ``recovery_target`` (trigger ``overflow_recovery``)
+        and assemble again."""
+        available, fixed = self._budget(request, failed)
         result = self._compact(
             request, self.settings.recovery_target, available, fixed, "overflow_recovery"
         )
-        return self.assembler.assemble(_after(request, result))
+        return self._observed(request, self.assembler.assemble(_after(request, result)))
 
     def run(
         self,
@@ -152,7 +166,7 @@ class LedgerSession:
             check = is_overflow or self._adapter_check(ctx)
             if not check(exc):
                 raise
-        ctx = self.recover(request)
+        ctx = self.recover(request, ctx)
         return ctx, send(ctx)
 
     def compact(
@@ -164,12 +178,7 @@ class LedgerSession:
     ) -> CompactionResult | None:
         """Compact now so the request would use at most ``share`` (default ``compact_target``)
         of the available tokens. ``None`` when there was nothing to summarize."""
-        measured = self._measure(request)
-        if isinstance(measured, AssembledContext):
-            available = measured.token_budget.available
-            fixed = measured.token_budget.used.total - measured.token_budget.used.history
-        else:
-            available, fixed = measured
+        available, fixed = self._budget(request, None)
         return self._compact(
             request, share or self.settings.compact_target, available, fixed, trigger
         )
@@ -182,13 +191,24 @@ class LedgerSession:
         messages: Sequence[Message],
         *,
         usage: Usage | None = None,
+        message_tokens: Sequence[int | None] | None = None,
         **fields: Any,
     ) -> str:
         """Append a finished turn with its exact per-message token counts (the model's own
-        tokenizer) and the provider's usage. Returns the turn id."""
+        tokenizer) and the provider's usage. Returns the turn id.
+
+        Counts are not made twice: ``message_tokens[i]`` (when given, not ``None``) is used as
+        the model's tokenizer's count of message ``i``, and a text the assembler already
+        counted (the current message, a retried turn) is taken from its memo."""
         model = request.model
-        tokenizer = self.assembler.model(model).tokenizer
-        counts = [message_size(m, tokenizer) for m in messages]
+        tokenizer = self._tokenizer(model)
+        if message_tokens is not None and len(message_tokens) != len(messages):
+            raise LedgerError(
+                f"{len(message_tokens)} message token counts for {len(messages)} messages",
+                session=request.session_label,
+            )
+        exact = tokenizer.exact
+        counts = message_counts(messages, tokenizer, message_tokens) if exact else None
         provider = request.provider or None
         return self.ledger.append_turn(
             request.session_label,
@@ -196,28 +216,62 @@ class LedgerSession:
             usage=usage,
             model=model,
             provider=fields.pop("provider", provider),
-            total_tokens=sum(counts) if tokenizer.exact else None,
-            message_tokens=counts if tokenizer.exact else None,
-            counted_by=tokenizer.name if tokenizer.exact else None,
+            total_tokens=sum(counts) if counts is not None else None,
+            message_tokens=counts,
+            counted_by=tokenizer.name if exact else None,
             **fields,
         )
 
     # -- internals -----------------------------------------------------------------------
 
+    def _tokenizer(self, model: str) -> MemoTokenizer:
+        resolved = self.assembler.model(model)
+        return MemoTokenizer(tokenizer=resolved.tokenizer, counter=resolved.counter)
+
+    def _event_tokens(self, request: AssemblyRequest) -> int:
+        return self._tokenizer(request.model).count(request.event.content)
+
+    def _history_tokens(self, request: AssemblyRequest) -> int:
+        """The ledger history's tokens as the kernel will measure them (exact counts)."""
+        resolved = self.assembler.model(request.model)
+        history = self.ledger.history(request.session_label, at_turn=request.parent_turn_id)
+        return self._sizes.history(
+            history,
+            self._tokenizer(request.model),
+            resolved.info.message_overhead,
+            self.settings,
+        )
+
+    def _observed(self, request: AssemblyRequest, ctx: AssembledContext) -> AssembledContext:
+        """Remember what ``ctx`` showed of the budget for the session's next request."""
+        budget = ctx.token_budget
+        fixed = budget.used.total - budget.used.history
+        self._seen[_key(request)] = (budget.available, fixed, self._event_tokens(request))
+        return ctx
+
+    def _budget(self, request: AssemblyRequest, ctx: AssembledContext | None) -> tuple[int, int]:
+        """(available tokens, tokens outside history): from ``ctx``, else what the session's
+        previous request showed, else from running the kernel."""
+        if ctx is not None:
+            used = ctx.token_budget.used
+            return ctx.token_budget.available, used.total - used.history
+        seen = self._seen.get(_key(request))
+        if seen is not None:
+            return seen[0], seen[1] - seen[2] + self._event_tokens(request)
+        measured = self._measure(request)
+        if isinstance(measured, AssembledContext):
+            return self._budget(request, measured)
+        return measured
+
     def _measure(self, request: AssemblyRequest) -> AssembledContext | tuple[int, int]:
         """The context when it fits whole; else (available tokens, tokens outside history)."""
         try:
-            ctx = self.assembler.assemble(request)
+            ctx = self._observed(request, self.assembler.assemble(request))
         except BudgetError as exc:
-            resolved = self.assembler.model(request.model)
-            history = self.ledger.history(request.session_label, at_turn=request.parent_turn_id)
-            from lamina_ledger.compaction import turn_size
-
-            hist = sum(
-                turn_size(t, resolved.tokenizer, resolved.info.message_overhead)
-                for t in history.turns
-            )
-            return exc.available, max(0, exc.available + exc.overage - hist)
+            hist = self._history_tokens(request)
+            fixed = max(0, exc.available + exc.overage - hist)
+            self._seen[_key(request)] = (exc.available, fixed, self._event_tokens(request))
+            return exc.available, fixed
         if fits(ctx):
             return ctx
         used = ctx.token_budget.used
@@ -235,7 +289,7 @@ class LedgerSession:
             history_budget=budget,
             settings=self.settings,
             summarizer=self.summarizer(),
-            tokenizer=resolved.tokenizer,
+            tokenizer=self._tokenizer(request.model),
             overhead=resolved.info.message_overhead,
             trigger=trigger,
             plugin=self.plugin,
@@ -258,6 +312,11 @@ class LedgerSession:
         except ConfigError:
             return lambda _exc: False
         return adapter.is_context_overflow
+
+
+def _key(request: AssemblyRequest) -> tuple[Any, ...]:
+    """What a request's budget outside history depends on, besides its event."""
+    return (request.session_label, request.model, request.max_tokens, request.role)
 
 
 def _after(request: AssemblyRequest, result: CompactionResult | None) -> AssemblyRequest:
