@@ -1,16 +1,19 @@
 """Escaping helpers the formatters use so block content stays data: it cannot close, open or
-forge the tags and fences that surround it."""
+forge the tags and fences that surround it, and is otherwise shown exactly as written (a
+model shown ``&lt;`` where the file says ``<`` quotes, edits and reasons about text that is
+not there)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from functools import cache
 
-# An ``&`` that starts something a reader could take for an entity or character reference.
-_ENTITY_START = re.compile(r"&(?=[\w:][\w.:-]*;|#[0-9]+;|#[xX][0-9A-Fa-f]+;)")
-# A ``<`` that could open or close a tag, a comment, a CDATA section or a processing
-# instruction: before ``/ ! ? : _`` or any letter (XML names may start with non-ASCII ones).
-_TAG_START = re.compile(r"<(?=[/!?:_]|[^\W\d])")
-_UNESCAPE = re.compile(r"&(amp|lt);")
+#: The tags the xml formatter wraps blocks in (the working-set protocol's roles and the
+#: defaults); a body may not open or close any of them, nor its own block's tag.
+WRAPPER_TAGS: frozenset[str] = frozenset({"system", "developer", "user", "context", "block"})
+# Where a wrapper tag's name ends: the next character cannot continue an XML name.
+_NAME_END = r"(?![\w.:-])"
 _ATTR_ESCAPES = {
     "&": "&amp;",
     "<": "&lt;",
@@ -26,15 +29,42 @@ _BACKTICK_RUN = re.compile(r"`+")
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 
-def escape_xml_text(s: str) -> str:
-    """Escape only the ``&`` and ``<`` that could start an entity or a tag, so code such as
-    ``a < b && c`` stays readable while no tag, comment or CDATA can be opened or closed."""
-    return _TAG_START.sub("&lt;", _ENTITY_START.sub("&amp;", s))
+def _wrapper_names(tags: Iterable[str]) -> str:
+    names = sorted({t.casefold() for t in (*WRAPPER_TAGS, *tags)}, key=lambda t: (-len(t), t))
+    return "|".join(re.escape(t) for t in names)
 
 
-def unescape_xml_text(s: str) -> str:
-    """Invert ``escape_xml_text`` (``unescape_xml_text(escape_xml_text(s)) == s`` for any ``s``)."""
-    return _UNESCAPE.sub(lambda m: "&" if m.group(1) == "amp" else "<", s)
+@cache
+def _patterns(tags: frozenset[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(escape, unescape) patterns for these wrapper tags (memoized: few distinct sets)."""
+    # ``<`` (or an escaped one, ``&lt;`` behind any number of ``amp;``) that starts an opening
+    # or closing wrapper tag, blanks allowed where a reader might still see one.
+    tag = rf"\s*/?\s*(?:{_wrapper_names(tags)}){_NAME_END}"
+    escape = re.compile(rf"<(?={tag})|&(?=(?:amp;)*lt;{tag})", re.IGNORECASE)
+    unescape = re.compile(rf"&lt;(?={tag})|&amp;(?=(?:amp;)*lt;{tag})", re.IGNORECASE)
+    return escape, unescape
+
+
+def escape_xml_text(s: str, tags: Iterable[str] = ()) -> str:
+    """``s`` verbatim except where it would open or close a wrapper tag (``WRAPPER_TAGS``
+    and ``tags``, any case, blanks allowed): that ``<`` becomes ``&lt;``, and the ``&`` of
+    text that already reads ``&lt;`` + such a tag becomes ``&amp;``, so the escaping can be
+    undone exactly. Code such as ``a < b && c``, ``<div>`` or ``config/<environment>.toml``
+    reaches the model as written."""
+    escape, _ = _patterns(frozenset(tags))
+    return escape.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", s)
+
+
+def unescape_xml_text(s: str, tags: Iterable[str] = ()) -> str:
+    """Invert ``escape_xml_text`` for the same ``tags``
+    (``unescape_xml_text(escape_xml_text(s, t), t) == s`` for any ``s``)."""
+    _, unescape = _patterns(frozenset(tags))
+    return unescape.sub(lambda m: "<" if m.group().casefold() == "&lt;" else "&", s)
+
+
+def wrapper_tag_pattern(tags: Iterable[str] = ()) -> re.Pattern[str]:
+    """What ``escape_xml_text`` never lets through: a ``<`` opening or closing a wrapper tag."""
+    return re.compile(rf"<\s*/?\s*(?:{_wrapper_names(tags)}){_NAME_END}", re.IGNORECASE)
 
 
 def escape_xml_attr(s: str) -> str:

@@ -174,7 +174,19 @@ def test_no_content_forges_or_closes_tags(
     a = assembler(config_for(workspace, working_set="working-set.yml"))
     text = message_text(a.assemble(a.request("go")))
     assert text.count("</context>") == 1 and text.count("<context ") == 1
-    assert text.count("</user>") == 1 and "<!--" not in text
+    assert text.count("</user>") == 1
+    # what is not a wrapper tag reaches the model as the file has it
+    assert text.count("<!--") == pieces.count("<!--")
+    assert text.count("]]>") == pieces.count("]]>")
+
+
+def test_file_text_reaches_the_model_as_written(workspace, assembler, config_for, write, setup_ws):
+    setup_ws(workspace)
+    body = 'def load():\n    """Read config/<environment>.toml."""\n    return a < b && "<b>&amp;"'
+    write(workspace, "src/main.py", body + "\n")
+    a = assembler(config_for(workspace, working_set="working-set.yml"))
+    text = message_text(a.assemble(a.request("go")))
+    assert f'<context path="src/main.py">\n{body}\n</context>' in text
 
 
 def test_lowest_priority_goes_first_and_the_report_says_why(

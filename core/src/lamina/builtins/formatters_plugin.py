@@ -1,7 +1,9 @@
 """The built-in ``xml``, ``markdown`` and ``plain`` formatters.
 
-Untrusted content is data: the xml formatter always escapes bodies, the markdown formatter
-fences untrusted ones, so file, memory and tool text cannot close or forge structure.
+Untrusted content is data: the xml formatter escapes in every body exactly the sequences that
+would open or close a wrapper tag (nothing else, so text reaches the model as written), the
+markdown formatter fences untrusted bodies; file, memory and tool text cannot close or forge
+structure.
 """
 
 from __future__ import annotations
@@ -21,8 +23,13 @@ from lamina.records import Formatter
 
 
 def render_xml(block: Block) -> str:
-    """``<tag path="…" title="…">`` around the escaped body; the tag is the block's own, else
-    ``context`` for a file, else ``block``. Even trusted bodies are escaped."""
+    """``<tag path="…" title="…">`` around the body; the tag is the block's own, else
+    ``context`` for a file, else ``block``. The body is verbatim but for the ``<`` of any
+    opening or closing wrapper tag (``WRAPPER_TAGS`` and this block's tag), trusted or not.
+
+    Every tag carries its block's ``path``, not only ``<context>`` (the working-set protocol
+    shows it only there): the model names files by path when it adds, removes or
+    re-prioritizes them, so a ``<developer>`` or ``<system>`` file needs its path shown too."""
     path = block.provenance.path
     tag = block.tag or ("context" if path else "block")
     if not valid_tag_name(tag):
@@ -32,7 +39,7 @@ def render_xml(block: Block) -> str:
         for name, value in (("path", path), ("title", block.title))
         if value
     )
-    return f"<{tag}{attrs}>\n{escape_xml_text(block.body)}\n</{tag}>"
+    return f"<{tag}{attrs}>\n{escape_xml_text(block.body, (tag,))}\n</{tag}>"
 
 
 def render_markdown(block: Block) -> str:
