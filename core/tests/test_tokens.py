@@ -131,6 +131,7 @@ def test_loading_never_touches_the_network(
 def test_hash_mismatch_is_a_config_error(
     fresh_cache: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("LAMINA_CACHE_DIR", "")  # no verified cache to stand in for the file
     real = lamina.tokens._read_bundled
     monkeypatch.setattr(lamina.tokens, "_read_bundled", lambda name: real(name) + b"x")
     with pytest.raises(ConfigError, match="sha256"):

@@ -1,34 +1,46 @@
 """Tokenizers: exact tiktoken encodings loaded offline, a character estimate, a memoizing counter.
 
-tiktoken is imported only inside functions so that importing lamina stays fast.
+tiktoken is imported only inside functions so that importing lamina stays fast. The encodings'
+ranks are read from a binary cache in the user's cache directory, checked against the sha256
+below, and rebuilt from the bundled, hash-checked BPE file whenever it is missing or wrong.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import hashlib
 import importlib.resources
 import math
+import os
 import re
+import sys
+import tempfile
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attrs import define, field, validators
 
-from lamina.errors import ConfigError
+from lamina.errors import ConfigError, LaminaError, PluginError
 from lamina.records import Tokenizer
 
 if TYPE_CHECKING:
     import tiktoken
 
 __all__ = [
+    "BLANK_RUN",
+    "CACHE_HASHES",
     "ENCODING_HASHES",
+    "CheckedTokenizer",
     "EstimateTokenizer",
     "TiktokenTokenizer",
     "TokenCounter",
+    "cache_dir",
+    "cut_blank_runs",
     "encoding_for_model",
     "load_encoding",
 ]
@@ -115,6 +127,99 @@ def _verified_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
+# -- the binary cache of ranks ---------------------------------------------------------------
+# One file per encoding: a header line, then every token in rank order joined by ``_SEP`` (a
+# pair no token holds: the writer checks that splitting gives the tokens back). The format is
+# deterministic, so each file's sha256 is known here: a file that does not match is never used.
+
+#: sha256 of each encoding's cache file, as ``_cache_bytes`` builds it from the bundled file.
+CACHE_HASHES: dict[str, str] = {
+    "cl100k_base": "12b3ff25fc6d0a42cab18f3feea00cba0170abd2cc14224e111b451b35621352",
+    "o200k_base": "db4ef03affcb902c89f535106557c9c40cf74c122ae0c81d33c12b4e600acc37",
+}
+_SEP = b"\xff\xfe"
+
+
+def cache_dir() -> Path | None:
+    """Where Lamina caches derived data: ``LAMINA_CACHE_DIR`` (empty: no cache), else the
+    platform's user cache directory."""
+    explicit = os.environ.get("LAMINA_CACHE_DIR")
+    if explicit is not None:
+        return Path(explicit) if explicit else None
+    home = Path.home()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = home / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
+    return base / "lamina"
+
+
+def _cache_path(name: str) -> Path | None:
+    """The cache file of ``name``, named by the sha256 of the BPE file it is built from."""
+    root = cache_dir()
+    return None if root is None else root / "bpe" / f"{name}-{ENCODING_HASHES[name]}.ranks"
+
+
+def _cache_bytes(name: str, ranks: dict[bytes, int]) -> bytes | None:
+    """The cache file's content for ``ranks``, or ``None`` when they cannot be stored."""
+    tokens = sorted(ranks, key=ranks.__getitem__)
+    if [ranks[t] for t in tokens] != list(range(len(tokens))):
+        return None
+    body = _SEP.join(tokens)
+    if body.split(_SEP) != tokens:
+        return None
+    return f"lamina-ranks 1 {name} {len(tokens)}\n".encode() + body
+
+
+def _read_cache(name: str, path: Path) -> dict[bytes, int] | None:
+    """The ranks stored at ``path``, or ``None`` when it is missing, unreadable or not the
+    file whose sha256 ``CACHE_HASHES`` holds."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != CACHE_HASHES[name]:
+        return None
+    header, _, body = data.partition(b"\n")
+    tokens = body.split(_SEP)
+    if header != f"lamina-ranks 1 {name} {len(tokens)}".encode():
+        return None
+    return dict(zip(tokens, range(len(tokens)), strict=True))
+
+
+def _write_cache(name: str, path: Path, ranks: dict[bytes, int]) -> None:
+    """Store ``ranks`` at ``path`` atomically, only if the bytes are the expected ones;
+    a cache that cannot be written is no error (the next start parses again)."""
+    data = _cache_bytes(name, ranks)
+    if data is None or hashlib.sha256(data).hexdigest() != CACHE_HASHES[name]:
+        return
+    temporary: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except OSError:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+def _ranks(name: str) -> dict[bytes, int]:
+    """The mergeable ranks of ``name``: from the verified cache, else parsed from the bundled
+    file (and cached for the next start)."""
+    path = _cache_path(name)
+    ranks = None if path is None else _read_cache(name, path)
+    if ranks is None:
+        ranks = _verified_ranks(name)
+        if path is not None:
+            _write_cache(name, path, ranks)
+    return ranks
+
+
 @functools.cache
 def load_encoding(name: str) -> tiktoken.Encoding:
     """Build tiktoken's ``name`` encoding from bundled, hash-checked data, never the network.
@@ -128,7 +233,7 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     import tiktoken
     import tiktoken_ext.openai_public as openai_public  # type: ignore[import-untyped]
 
-    ranks = _verified_ranks(name)
+    ranks = _ranks(name)
 
     def loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         if expected_hash != ENCODING_HASHES[name]:
@@ -150,18 +255,86 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.Encoding(**constructor())
 
 
+# -- text tiktoken's regex cannot split -------------------------------------------------------
+# A run of about a million blanks overflows the backtracking of the patterns' ``\s+(?!\S)``
+# ("Max stack size exceeded"). Why cutting such a run out is exact, for R = text[a:b] a maximal
+# run of blanks (``\s`` but not CR or LF), b - a >= 2, followed by a character outside ``\s``:
+# no alternative of either pattern takes a blank except as the first character of a piece or
+# in a whitespace piece, and a whitespace piece that starts before R ends at the newline before
+# it; so a piece starts at a, and there only ``\s+(?!\S)`` matches, giving text[a:b-1] (o200k
+# also at the end of the text, giving text[a:b]; cl100k's ``\s++$`` may start earlier, so no
+# cut there). Ending the text at a changes only what whitespace alternatives see at a, and the
+# piece before still ends at that newline; text[b-1:] is matched as from a fresh start (no
+# look-behind). So text[:a], the piece and text[b-1:] encoded apart give tiktoken's tokens.
+
+#: Unicode White_Space without CR and LF, the blanks of the patterns' ``\s``.
+_BLANKS = "\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+#: Runs of blanks at least this long are cut out when tiktoken cannot encode a text.
+BLANK_RUN = 4096
+#: sha256 of each pattern the reasoning above holds for, and whether a run ending the text
+#: is a piece of its own.
+_CUTTABLE = {
+    "2d1b8dc11e89af71459b36004f698ab3693f59fd84f63e8ec2b49564ab857420": True,  # o200k_base
+    "f021c3d976978e62ee64cdad150cc3405c2e3d6e3b40407850bb9e8d9eb65899": False,  # cl100k_base
+}
+_NO_SPECIAL: frozenset[str] = frozenset()
+
+#: Tokens of one stretch of text: token ids, or UTF-8 bytes charged one token each.
+Segment = list[int] | bytes
+
+
+@functools.cache
+def _blank_runs(run: int) -> re.Pattern[str]:
+    return re.compile(f"(?<![{_BLANKS}])[{_BLANKS}]{{{max(run, 2)},}}")
+
+
+def cut_blank_runs(
+    text: str,
+    encode: Callable[[str], Segment],
+    piece: Callable[[str], list[int]],
+    *,
+    at_end: bool,
+    run: int = BLANK_RUN,
+) -> list[Segment]:
+    """The tokens of ``text`` with every run of at least ``run`` blanks followed by a
+    non-space (or ending the text, when ``at_end``) encoded as its own ``piece``, and the rest
+    by ``encode``: the same tokens as encoding it whole (see above)."""
+    segments: list[Segment] = []
+    start = 0
+    for found in _blank_runs(run).finditer(text):
+        a, b = found.span()
+        if b < len(text) and text[b] not in "\r\n":
+            end = b - 1
+        elif b == len(text) and at_end:
+            end = b
+        else:
+            continue
+        segments += [encode(text[start:a]), piece(text[a:end])]
+        start = end
+    segments.append(encode(text[start:]))
+    return segments
+
+
 # ``Tokenizer`` declares ``name`` and ``exact`` as plain (settable) attributes, which mypy
 # does not let a frozen class satisfy; the tokenizers are therefore mutable attrs classes.
 
 
 @define
 class TiktokenTokenizer:
-    """Exact token counts for one tiktoken encoding; special-token text counts as plain text."""
+    """Exact token counts for one tiktoken encoding; special-token text counts as plain text.
+
+    Text tiktoken's regex cannot split (a million blanks) is encoded in exact pieces; should
+    tiktoken fail on some text anyway, it is charged one token per UTF-8 byte, a safe upper
+    bound (no token is shorter than a byte)."""
 
     encoding: str
     name: str = field(init=False)
     exact: bool = field(default=True, init=False)
     _enc: tiktoken.Encoding = field(init=False, repr=False, eq=False)
+    _core: Any = field(init=False, repr=False, eq=False)
+    # The pieces cut out of text the regex cannot split, for the few texts in use: a long
+    # piece takes about a second, and fitting counts one text several times.
+    _piece: Callable[[str], list[int]] = field(init=False, repr=False, eq=False)
 
     @name.default
     def _name(self) -> str:
@@ -171,22 +344,60 @@ class TiktokenTokenizer:
     def _load(self) -> tiktoken.Encoding:
         return load_encoding(self.encoding)
 
-    def _encode(self, text: str) -> list[int]:
-        return self._enc.encode(_SURROGATE.sub("\ufffd", text), disallowed_special=())
+    @_core.default
+    def _bpe(self) -> Any:
+        return self._enc._core_bpe
+
+    @_piece.default
+    def _pieces(self) -> Callable[[str], list[int]]:
+        return functools.lru_cache(maxsize=16)(self._enc._encode_single_piece)
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
-        return len(self._encode(text))
+        try:
+            return len(self._core.encode(text, _NO_SPECIAL))
+        except ValueError:  # a lone surrogate, or text the regex cannot split
+            return sum(map(len, self._segments(text)))
 
     def boundaries(self, text: str) -> list[int]:
         """Character offset where each token starts; a token that begins inside a multi-byte
         character gets that character's offset, so cutting there never splits a character."""
         offsets: list[int] = []
         chars = 0
-        for token in self._enc.decode_tokens_bytes(self._encode(text)):
-            offsets.append(chars - 1 if 0x80 <= token[0] < 0xC0 else chars)
-            chars += sum(1 for byte in token if not 0x80 <= byte < 0xC0)
+        for segment in self._segments(text):
+            if isinstance(segment, bytes):
+                tokens: Sequence[bytes] = [bytes((byte,)) for byte in segment]
+            else:
+                tokens = self._enc.decode_tokens_bytes(segment)
+            for token in tokens:
+                offsets.append(chars - 1 if 0x80 <= token[0] < 0xC0 else chars)
+                chars += sum(1 for byte in token if not 0x80 <= byte < 0xC0)
         return offsets
+
+    def _segments(self, text: str) -> list[Segment]:
+        """The tokens of ``text``: lone surrogates count as U+FFFD (one for one, so offsets
+        stay the caller's), long blank runs are cut out when the regex fails on them."""
+        try:
+            return [self._core.encode(text, _NO_SPECIAL)]
+        except UnicodeEncodeError:
+            return self._segments(_SURROGATE.sub("\ufffd", text))
+        except ValueError:
+            pattern = hashlib.sha256(self._enc._pat_str.encode()).hexdigest()
+            if pattern not in _CUTTABLE:
+                return [self._encode_or_bytes(text)]
+            return cut_blank_runs(
+                text,
+                self._encode_or_bytes,
+                self._piece,
+                at_end=_CUTTABLE[pattern],
+            )
+
+    def _encode_or_bytes(self, text: str) -> Segment:
+        try:
+            ids: list[int] = self._core.encode(text, _NO_SPECIAL)
+        except ValueError:
+            return text.encode("utf-8")
+        return ids
 
 
 @define
@@ -210,14 +421,79 @@ class EstimateTokenizer:
         return list(range(0, len(text), self.chars_per_token))
 
 
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class CheckedTokenizer:
+    """A plugin's tokenizer as the kernel uses it: a count that is not a non-negative int,
+    boundaries that are not non-decreasing offsets inside the text, or an exception, is a
+    ``PluginError`` naming the plugin."""
+
+    __slots__ = ("plugin", "tokenizer")
+
+    def __init__(self, tokenizer: Tokenizer, plugin: str | None = None) -> None:
+        self.tokenizer = tokenizer
+        self.plugin = plugin
+
+    @property
+    def name(self) -> str:
+        return self.tokenizer.name
+
+    @property
+    def exact(self) -> bool:
+        return self.tokenizer.exact
+
+    def __getattr__(self, attribute: str) -> Any:  # ``revision`` and the like
+        return getattr(self.tokenizer, attribute)
+
+    def _error(self, message: str) -> PluginError:
+        return PluginError(f"tokenizer {self.tokenizer.name!r} {message}", plugin=self.plugin)
+
+    def count(self, text: str) -> int:
+        try:
+            value: object = self.tokenizer.count(text)
+        except LaminaError:
+            raise
+        except Exception as exc:
+            raise self._error(f"raised {type(exc).__name__} in count(): {exc}") from exc
+        if type(value) is int and value >= 0:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return int(value)
+        raise self._error(f"count() returned {_shown(value)}; expected a non-negative int")
+
+    def boundaries(self, text: str) -> list[int]:
+        try:
+            offsets = list(self.tokenizer.boundaries(text))
+        except LaminaError:
+            raise
+        except Exception as exc:
+            raise self._error(f"raised {type(exc).__name__} in boundaries(): {exc}") from exc
+        previous = 0
+        for offset in offsets:
+            if type(offset) is not int or not previous <= offset < len(text):
+                raise self._error(
+                    f"boundaries() gave {_shown(offset)} after {previous} for a text of "
+                    f"{len(text)} characters; expected non-decreasing offsets inside it"
+                )
+            previous = offset
+        return offsets
+
+
 class TokenCounter:
     """Memoizes ``tokenizer.count`` by a caller-supplied key or a blake2b digest of the text,
-    so the same content is tokenized once; safe to share between threads."""
+    so the same content is tokenized once; safe to share between threads.
 
-    __slots__ = ("_cache", "_lock", "hits", "misses", "tokenizer")
+    Each new count is checked (``CheckedTokenizer``), so a plugin's bad count is an error
+    naming ``plugin``; ``checked`` is the tokenizer to hand truncators and summarizers."""
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    __slots__ = ("_cache", "_lock", "checked", "hits", "misses", "tokenizer")
+
+    def __init__(self, tokenizer: Tokenizer, plugin: str | None = None) -> None:
         self.tokenizer = tokenizer
+        self.checked = CheckedTokenizer(tokenizer, plugin)
         self.hits = 0
         self.misses = 0
         self._cache: dict[str | bytes, int] = {}
@@ -235,7 +511,7 @@ class TokenCounter:
             with self._lock:
                 self.hits += 1
             return cached
-        value = self._cache.setdefault(cache_key, self.tokenizer.count(text))
+        value = self._cache.setdefault(cache_key, self.checked.count(text))
         with self._lock:
             self.misses += 1
         return value
