@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from lamina.serve.command import serve as serve_command
+
 if TYPE_CHECKING:
     from lamina.errors import LaminaError
 
@@ -36,8 +38,26 @@ class _Commands(click.Group):
     "`lamina memory`, …): `lamina COMMAND --help` loads and describes them.",
 )
 @click.version_option(package_name="lamina", prog_name="lamina")
-def cli() -> None:
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error", "critical"], case_sensitive=False),
+    default="warning",
+    show_default=True,
+    envvar="LAMINA_LOG_LEVEL",
+    help="Diagnostics (the `lamina` logger) at this level and above go to standard error "
+    "[env LAMINA_LOG_LEVEL].",
+)
+@click.pass_context
+def cli(ctx: click.Context, log_level: str) -> None:
     """Assemble the context an LLM sees each turn, within its token budget."""
+    import warnings
+
+    from lamina.errors import LaminaWarning
+    from lamina.log import configure_cli
+
+    ctx.call_on_close(configure_cli(log_level.lower()))
+    ctx.with_resource(warnings.catch_warnings())
+    warnings.simplefilter("ignore", LaminaWarning)  # logged under lamina.plugins instead
 
 
 def _fail(exc: LaminaError) -> NoReturn:
@@ -65,6 +85,19 @@ def _progress(phase: str) -> None:
 @click.option("--message", "-m", help="The event content (default: read from standard input).")
 @click.option("--model", help="Model name (default: from config).")
 @click.option("--role", type=click.Choice(["manager", "worker", "unified"]), help="Agent role.")
+@click.option("--task", help="A worker's task: the instructions it was spawned with.")
+@click.option(
+    "--task-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Read the worker's task from this UTF-8 file instead.",
+)
+@click.option(
+    "--scope",
+    "scope",
+    multiple=True,
+    help="A tool or Nexus capability (name, category or glob) a worker may use (repeatable; "
+    "default: those its task names).",
+)
 @click.option("--session", help="Session label.")
 @click.option(
     "--max-tokens", type=click.IntRange(min=1), help="Cap the tokens available to the context."
@@ -84,7 +117,7 @@ def _progress(phase: str) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "text", "report", "payload"]),
+    type=click.Choice(["json", "text", "report", "payload", "html"]),
     default="json",
     show_default=True,
 )
@@ -96,6 +129,9 @@ def assemble(
     message: str | None,
     model: str | None,
     role: str | None,
+    task: str | None,
+    task_file: str | None,
+    scope: tuple[str, ...],
     session: str | None,
     max_tokens: int | None,
     event_time: str | None,
@@ -136,12 +172,18 @@ def assemble(
             fields[key] = value
     if permissions:
         fields["permissions"] = permissions
+    fields.update(_worker_fields(task, task_file, scope))
     try:
         assembler = Assembler.from_config(
             config_path, progress=_progress if sys.stderr.isatty() else None
         )
         with assembler:
-            ctx = assembler.assemble(assembler.request(message, **fields))
+            request = assembler.request(message, **fields)
+            if request.role != "worker" and (task is not None or task_file or scope):
+                raise click.UsageError(
+                    "--task, --task-file and --scope describe a worker: add --role worker"
+                )
+            ctx = assembler.assemble(request)
             payload = assembler.payload(ctx, provider) if fmt == "payload" else None
     except LaminaError as exc:
         _fail(exc)
@@ -149,6 +191,10 @@ def assemble(
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     elif fmt == "json":
         click.echo(to_json(ctx, indent=2))
+    elif fmt == "html":
+        from lamina.html import render_html
+
+        click.echo(render_html(ctx), nl=False)
     elif fmt == "report":
         click.echo(dump_yaml(report_document(ctx)), nl=False)
     else:
@@ -156,6 +202,37 @@ def assemble(
         if show_report:
             click.echo()
             click.echo(dump_yaml(report_document(ctx)), nl=False)
+
+
+def _worker_fields(
+    task: str | None, task_file: str | None, scope: tuple[str, ...]
+) -> dict[str, Any]:
+    """The request fields of a worker's options: its task (text or file) and its scope (the
+    tools and Nexus capabilities it may use, as request metadata)."""
+    fields: dict[str, Any] = {}
+    if task is not None and task_file is not None:
+        raise click.UsageError("give --task or --task-file, not both")
+    if task_file is not None:
+        try:
+            with open(task_file, "rb") as f:
+                task = f.read().decode("utf-8")
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot read {task_file}: {exc.strerror}", param_hint="--task-file"
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise click.BadParameter(
+                f"{task_file} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                f"{exc.start})",
+                param_hint="--task-file",
+            ) from exc
+    if task is not None:
+        if not task.strip():
+            raise click.BadParameter("a worker's task may not be empty", param_hint="--task")
+        fields["task"] = task
+    if scope:
+        fields["metadata"] = {"tool_scope": list(scope), "nexus_scope": list(scope)}
+    return fields
 
 
 @cli.command()
@@ -217,6 +294,9 @@ def tokens(source: Any, model: str | None, config_path: str | None, as_json: boo
     else:
         kind = "exact" if tok.exact else "estimate"
         click.echo(f"{count} tokens ({tok.name}, {kind}) for model {name}")
+
+
+cli.add_command(serve_command)  # only click is imported until `lamina serve` runs
 
 
 def main() -> None:

@@ -206,6 +206,22 @@ def test_worker_sees_the_capabilities_its_task_names(tmp_path):
     assert "Communication: email-read, email-send ✅" in ctx.system_prompt
 
 
+@pytest.mark.parametrize(
+    ("scope", "shown"),
+    [
+        (["email-*"], "Communication: email-read, email-send ✅\n("),
+        (["EMAIL-READ", "social"], "Communication: email-read ✅\nSocial: news"),
+        ("email-send", "Communication: email-send ✅\n("),
+    ],
+)
+def test_a_workers_scope_may_be_globs_names_or_categories(tmp_path, scope, shown):
+    path = write_snapshot(tmp_path / "s.json", SNAPSHOT)
+    ctx = assemble(
+        {"snapshot": str(path)}, role="worker", task="x", metadata={"nexus_scope": scope}
+    )
+    assert shown in ctx.system_prompt
+
+
 def test_context_json_records_the_snapshot_hash(tmp_path):
     import hashlib
 

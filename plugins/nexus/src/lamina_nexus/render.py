@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from fnmatch import fnmatchcase
 
 from lamina_nexus.snapshot import Capability, Snapshot
 
@@ -37,19 +38,20 @@ def data(value: str, *, line_start: bool = False) -> str:
 def scope_for_task(
     snapshot: Snapshot, task: str | None, explicit: Collection[str] = ()
 ) -> set[str]:
-    """The capability names a worker's environment shows: ``explicit`` names or categories
-    when given, else those whose name or category the task mentions (case-insensitive)."""
-    wanted = {w.casefold() for w in explicit}
-    if not wanted:
-        words = {w.casefold() for w in _WORD.findall(task or "")}
-        for cap in snapshot.capabilities:
-            for key in (cap.name.casefold(), cap.category.casefold()):
-                if key in words:
-                    wanted.add(key)
+    """The capability names a worker's environment shows: those ``explicit`` names (a name,
+    a category or a glob such as ``email-*``) when given, else those whose name or category
+    the task mentions as a word (case-insensitive)."""
+    patterns = {w.casefold() for w in explicit}
+    if not patterns:
+        patterns = {w.casefold() for w in _WORD.findall(task or "")}
     return {
         c.name
         for c in snapshot.capabilities
-        if c.name.casefold() in wanted or c.category.casefold() in wanted
+        if any(
+            fnmatchcase(key, pattern)
+            for key in (c.name.casefold(), c.category.casefold())
+            for pattern in patterns
+        )
     }
 
 

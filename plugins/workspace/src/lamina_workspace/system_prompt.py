@@ -108,7 +108,8 @@ class SystemSources:
             task = (request.task or "").strip()
             if not task:
                 raise ConfigError(
-                    "a worker's system prompt needs its task: set AssemblyRequest.task",
+                    "a worker's system prompt needs its task: set AssemblyRequest.task "
+                    "(lamina assemble --role worker --task TEXT or --task-file PATH)",
                     key="request.task",
                 )
             yield self._block("worker:preamble", WORKSPACE, WORKER_PREAMBLE, "")
