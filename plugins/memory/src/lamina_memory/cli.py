@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 import click
@@ -10,8 +11,7 @@ import click
 from lamina import LaminaError, load_config
 
 if TYPE_CHECKING:
-    from lamina_memory.records import Memory
-    from lamina_memory.service import MemoryService
+    from lamina_memory.service import ImportProgress, MemoryService
 
 
 def _fail(exc: LaminaError) -> NoReturn:
@@ -39,28 +39,45 @@ def memory_group() -> None:
     """The memory store of [plugins.memory]: import memories, count them."""
 
 
+def interactive() -> bool:
+    """Whether progress is shown: standard error is a terminal."""
+    return sys.stderr.isatty()
+
+
+def _progress(name: str) -> Callable[[ImportProgress], None] | None:
+    """A progress line rewritten in place on a terminal (memories, embeddings per second);
+    nothing when standard error is not one (pipes, logs, CI)."""
+    if not interactive():
+        return None
+
+    def show(p: ImportProgress) -> None:
+        rate = f", {p.rate:,.0f} embeddings/s" if p.embedded else ""
+        end = "\n" if p.done >= p.total else ""
+        click.echo(f"\r{name}: {p.done:,}/{p.total:,} memories{rate}", err=True, nl=False)
+        if end:
+            click.echo("", err=True)
+
+    return show
+
+
 @memory_group.command("import")
 @_config_option
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def import_cmd(config_path: str | None, files: tuple[str, ...]) -> None:
-    """Bulk import .json/.jsonl files (all or nothing per file); chunks are embedded when an
-    embedder is configured."""
+    """Bulk import .json/.jsonl files: each is checked whole before anything is written, then
+    written in batches; run again after an interruption, it resumes where it stopped. Chunks
+    are embedded when an embedder is configured; a terminal shows the progress."""
     try:
         svc = _service(config_path)
         try:
             for f in files:
-                n = svc.add(_load(f))
-                click.echo(f"{f}: imported {n} memories")
+                done = svc.import_file(f, progress=_progress(f))
+                resumed = f" (resumed after {done.start})" if done.start else ""
+                click.echo(f"{f}: imported {done.written} memories{resumed}")
         finally:
             svc.close()
     except LaminaError as exc:
         _fail(exc)
-
-
-def _load(path: str) -> list[Memory]:
-    from lamina_memory.importing import load_file
-
-    return load_file(path)
 
 
 @memory_group.command("stats")

@@ -3,11 +3,13 @@ and ``blocks``, which turns a request into the memory layer's blocks."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -29,6 +31,34 @@ from lamina_memory.selection import Selection, select
 from lamina_memory.settings import Settings
 from lamina_memory.signals import extract
 from lamina_memory.store import Store, check_url, open_store
+
+#: Memories written (and embedded) per transaction by an import.
+IMPORT_BATCH = 256
+
+
+@attrs.frozen(kw_only=True)
+class ImportProgress:
+    """How far an import got: memories in the file, where this run started (a resumed import
+    starts after what an earlier run wrote), how many are written, and how many were embedded
+    in how many seconds."""
+
+    total: int
+    start: int = 0
+    done: int = 0
+    embedded: int = 0
+    started: float = 0.0
+    elapsed: float = 0.0
+
+    @property
+    def written(self) -> int:
+        """Memories this run wrote."""
+        return self.done - self.start
+
+    @property
+    def rate(self) -> float:
+        """Embeddings per second in this run."""
+        return self.embedded / self.elapsed if self.elapsed > 0 else 0.0
+
 
 #: ``embedder`` values that are not registered names: the model if present, or BM25 alone.
 AUTO_OR_OFF = ("auto", "none")
@@ -144,23 +174,42 @@ class MemoryService:
 
     # -- write API ----------------------------------------------------------------------
 
-    def add(self, memories: Iterable[Memory], *, embed: bool = True) -> int:
+    def _embedded(self, items: list[Memory], embed: bool) -> tuple[list[Memory], int]:
+        """``items`` with an embedding on every chunk that has none (when there is an
+        embedder), and how many were embedded."""
+        emb = self.embedder if embed else None
+        if emb is None:
+            return items, 0
+        todo = [(i, m) for i, m in enumerate(items) if isinstance(m, Chunk)]
+        todo = [(i, c) for i, c in todo if c.embedding is None]
+        if not todo:
+            return items, 0
+        out = list(items)
+        with one_blas_thread():
+            vecs = emb.embed([c.text for _, c in todo])
+        for (i, c), vec in zip(todo, vecs, strict=True):
+            out[i] = attrs.evolve(c, embedding=tuple(float(x) for x in vec))
+        return out, len(todo)
+
+    def add(
+        self,
+        memories: Iterable[Memory],
+        *,
+        embed: bool = True,
+        marks: Mapping[str, str | None] | None = None,
+    ) -> int:
         """Store memories (a known id is replaced); chunks without an embedding get one from
         the embedder (if any). Chunks written to an up-to-date snapshot are folded into it
-        (streaming), replacing the old version of a re-added id at once."""
-        items = list(memories)
-        emb = self.embedder if embed else None
-        if emb is not None:
-            todo = [(i, m) for i, m in enumerate(items) if isinstance(m, Chunk)]
-            todo = [(i, c) for i, c in todo if c.embedding is None]
-            if todo:
-                with one_blas_thread():
-                    vecs = emb.embed([c.text for _, c in todo])
-                for (i, c), vec in zip(todo, vecs, strict=True):
-                    items[i] = attrs.evolve(c, embedding=tuple(float(x) for x in vec))
+        (streaming), replacing the old version of a re-added id at once. ``marks``: bookmarks
+        written in the same transaction (``Store.write``)."""
+        items, _ = self._embedded(list(memories), embed)
+        self._write(items, marks)
+        return len(items)
+
+    def _write(self, items: list[Memory], marks: Mapping[str, str | None] | None) -> None:
         store = self.store
         with self._lock:
-            version = store.write(items)
+            version = store.write(items, marks=marks)
             snap = self._snapshot
             if snap is not None and snap.version == version - 1:
                 if all(isinstance(m, Chunk) for m in items):
@@ -168,11 +217,38 @@ class MemoryService:
                 else:
                     self._snapshot = None  # events, entities…: rebuilt on the next query
             self._cache.clear()
-        return len(items)
 
-    def import_file(self, path: str) -> int:
-        """Bulk import a ``.json``/``.jsonl`` file (all or nothing)."""
-        return self.add(load_file(self.config.resolve(path)))
+    def import_memories(
+        self,
+        memories: Sequence[Memory],
+        *,
+        key: str,
+        batch: int = IMPORT_BATCH,
+        progress: Callable[[ImportProgress], None] | None = None,
+    ) -> ImportProgress:
+        """Write ``memories`` in batches, each one transaction with the count written so far
+        under ``key``: an interrupted import run again resumes after the last batch written
+        (nothing is embedded or written twice); the bookmark goes with the last batch."""
+        start = int(self.store.mark(key) or 0)
+        state = ImportProgress(total=len(memories), start=start, done=start, started=self.clock())
+        for i in range(start, len(memories), batch):
+            part, embedded = self._embedded(list(memories[i : i + batch]), True)
+            done = i + len(part)
+            self._write(part, {key: str(done) if done < len(memories) else None})
+            state = attrs.evolve(state, done=done, embedded=state.embedded + embedded)
+            if progress is not None:
+                progress(attrs.evolve(state, elapsed=self.clock() - state.started))
+        return state
+
+    def import_file(
+        self, path: str, *, progress: Callable[[ImportProgress], None] | None = None
+    ) -> ImportProgress:
+        """Bulk import a ``.json``/``.jsonl`` file: checked whole before anything is written,
+        then written in batches that a second run resumes after an interruption."""
+        resolved = self.config.resolve(path)
+        memories = load_file(resolved)
+        key = "import:" + hashlib.sha256(Path(resolved).read_bytes()).hexdigest()
+        return self.import_memories(memories, key=key, progress=progress)
 
     def frames(self, session: str) -> TaskStack:
         """The task stack of ``session`` (created empty on first use)."""

@@ -7,7 +7,7 @@ itself works on an in-memory ``Snapshot`` rebuilt only when the store's ``versio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -66,7 +66,11 @@ class Store(Protocol):
 
     def add(self, memories: Iterable[Memory]) -> int: ...
 
-    def write(self, memories: Iterable[Memory]) -> int: ...
+    def write(
+        self, memories: Iterable[Memory], *, marks: Mapping[str, str | None] | None = None
+    ) -> int: ...
+
+    def mark(self, key: str) -> str | None: ...
 
     def version(self) -> int: ...
 
@@ -189,9 +193,18 @@ class SQLStore:
         self.write(items)
         return len(items)
 
-    def write(self, memories: Iterable[Memory]) -> int:
+    def mark(self, key: str) -> str | None:
+        """A bookmark kept beside the memories (an import's progress), or None."""
+        with self.db.read():
+            return self._meta(f"mark:{key}")
+
+    def write(
+        self, memories: Iterable[Memory], *, marks: Mapping[str, str | None] | None = None
+    ) -> int:
         """Insert or replace memories (by id) in one transaction; returns the version this write
-        made. A replaced chunk keeps its place in the chunks' order."""
+        made. A replaced chunk keeps its place in the chunks' order. ``marks`` are bookmarks
+        set (or, None, removed) in the same transaction: an import's progress is exactly what
+        was written."""
         items = list(memories)
         where = self.db.name
         rows = [self.rows.row(m, where=where) for m in items]  # refuses bad data up front
@@ -211,6 +224,11 @@ class SQLStore:
                     seq += 1
                     row = (*row[:-1], seq)
                 db.execute(self.rows.upsert(KIND_OF[type(m)]), row)
+            for key, value in (marks or {}).items():
+                if value is None:
+                    db.execute(f"DELETE FROM {self.rows.meta} WHERE key = ?", (f"mark:{key}",))
+                else:
+                    self._set_meta(f"mark:{key}", value)
             version = int(self._meta("version") or 0) + 1
             self._set_meta("version", str(version))
         return version
