@@ -72,6 +72,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
         WORKSPACE as WORKSPACE,
     )
     from lamina.model import (
+        AgentResult as AgentResult,
+    )
+    from lamina.model import (
         AssembledContext as AssembledContext,
     )
     from lamina.model import (
@@ -137,6 +140,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
         BlockTransform as BlockTransform,
     )
     from lamina.records import (
+        CompactionOutcome as CompactionOutcome,
+    )
+    from lamina.records import (
+        CompactionRequest as CompactionRequest,
+    )
+    from lamina.records import (
         FitStrategy as FitStrategy,
     )
     from lamina.records import (
@@ -159,6 +168,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     )
     from lamina.records import (
         ProviderContext as ProviderContext,
+    )
+    from lamina.records import (
+        SessionStats as SessionStats,
+    )
+    from lamina.records import (
+        SessionStore as SessionStore,
     )
     from lamina.records import (
         Summarizer as Summarizer,
@@ -188,6 +203,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
 #: Each exported name and the module that defines it.
 _EXPORTS: dict[str, str] = {
     "Adapter": "lamina.records",
+    "AgentResult": "lamina.model",
     "AssembledContext": "lamina.model",
     "Assembler": "lamina.assembly.engine",
     "AssemblyCall": "lamina.call",
@@ -199,6 +215,8 @@ _EXPORTS: dict[str, str] = {
     "BlockTransform": "lamina.records",
     "BudgetError": "lamina.errors",
     "BudgetUsage": "lamina.model",
+    "CompactionOutcome": "lamina.records",
+    "CompactionRequest": "lamina.records",
     "ConfigError": "lamina.errors",
     "EVENT": "lamina.model",
     "Event": "lamina.model",
@@ -229,6 +247,8 @@ _EXPORTS: dict[str, str] = {
     "Registry": "lamina.plugins",
     "SESSION": "lamina.model",
     "SerdeError": "lamina.errors",
+    "SessionStats": "lamina.records",
+    "SessionStore": "lamina.records",
     "Summarizer": "lamina.records",
     "TextPart": "lamina.model",
     "TokenBudget": "lamina.model",

@@ -22,6 +22,8 @@ are listed by family, in the order an assembly meets them:
 8. ``lamina_formatters``: how blocks are rendered (the format phase).
 9. ``lamina_adapters`` and ``lamina_commands``: provider requests built from an assembled
    context, and ``lamina`` subcommands.
+10. ``lamina_session_stores``: where a long-running host (``lamina serve``) keeps sessions
+    between requests, and records the turns the agent finished.
 
 *Collection hooks* (every hook returning records) are called once per ``Assembler``, one
 plugin at a time through pluggy, so each record is attributed to the plugin that supplied it
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
         LayerProvider,
         LayerSpec,
         ModelInfo,
+        SessionStore,
         Summarizer,
         Tokenizer,
         ToolFilter,
@@ -272,4 +275,34 @@ def lamina_commands(cli: click.Group) -> None:
             @cli.command()
             def hello():
                 click.echo("hello")
+    """
+
+
+@hookspec
+def lamina_session_stores(config: LaminaConfig, settings: Any) -> Iterable[SessionStore]:  # type: ignore[empty-body]
+    """Return session stores: where ``lamina serve`` (or any long-running host) assembles a
+    stored session's turns, records the ``AgentResult`` of each finished turn, compacts and
+    totals sessions. The service uses the one store installed (``--store`` picks among
+    several); the ledger plugin supplies ``ledger``.
+
+    Each callable takes the ``Assembler`` first; keep per-assembler state (open connections)
+    keyed by it, and release it in ``close``. A session the store does not know raises
+    ``LookupError``.
+
+    Example::
+
+        sessions: dict[str, list[Message]] = {}
+
+        def record(assembler, label, result):
+            sessions.setdefault(label, []).extend(result.messages)
+            return f"{label}:{len(sessions[label])}"
+
+        def assemble(assembler, request):
+            history = tuple(sessions.get(request.session_label, ()))
+            return assembler.assemble(attrs.evolve(request, history=history))
+
+        @lamina.hookimpl
+        def lamina_session_stores():
+            return [SessionStore(name="memory", assemble=assemble, record=record,
+                                 compact=no_compaction, stats=count_turns)]
     """

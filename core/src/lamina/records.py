@@ -6,9 +6,9 @@ each to the plugin that supplied it and rejects two records of one kind with one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from attrs import field, frozen, validators
 
@@ -16,6 +16,7 @@ from lamina.model.blocks import PLACEMENTS, Block, Placement
 from lamina.model.budget import TokenBudget
 from lamina.model.context import AssembledContext
 from lamina.model.request import AssemblyRequest, Tool
+from lamina.model.result import AgentResult
 from lamina.model.usage import Usage
 
 if TYPE_CHECKING:
@@ -254,4 +255,77 @@ class BlockTransform:
 
     name: str
     transform: Callable[[Block, ProviderContext], Block]
+    description: str = ""
+
+
+# -- session stores (what ``lamina serve`` keeps sessions in) ------------------------------
+
+
+@frozen(kw_only=True)
+class CompactionRequest:
+    """A compaction a host asks for: until the session's next request would use at most
+    ``target`` of the available tokens (``None``: the store's default); ``instructions`` say
+    what the summary should keep, for summarizers that take them."""
+
+    trigger: Literal["manual", "context_limit", "overflow_recovery"] = "manual"
+    target: float | None = field(
+        default=None, validator=validators.optional([validators.gt(0), validators.lt(1)])
+    )
+    instructions: str | None = None
+
+
+@frozen(kw_only=True)
+class CompactionOutcome:
+    """What a compaction did; ``compacted`` is false when there was nothing to summarize."""
+
+    session_label: str
+    compacted: bool
+    trigger: str
+    turn_id: str | None = None
+    summarized_turns: int = 0
+    kept_turns: int = 0
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class SessionStats:
+    """Totals over a session: its turns and compactions and the tokens the provider reported,
+    so a host sees whether the prompt cache is hitting (``cache_hit_ratio``: cached input over
+    all input, ``None`` before any usage was recorded). ``details`` holds the store's extras."""
+
+    session_label: str
+    turns: int
+    compactions: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_tokens: int = 0
+    output_tokens: int = 0
+    turns_with_usage: int = 0
+    cache_hit_ratio: float | None = None
+    details: dict[str, Any] = field(factory=dict)
+
+
+@frozen(kw_only=True)
+class SessionStore:
+    """Where a long-running host (``lamina serve``) keeps sessions between requests.
+
+    Each callable takes the ``Assembler`` first (typed ``Any`` so this contract does not
+    import the engine): ``assemble(assembler, request)`` assembles a turn of a stored session
+    (compacting first when it would not fit); ``record(assembler, label, result)`` appends a
+    finished ``AgentResult`` and returns the new turn's id; ``compact(assembler, request,
+    compaction)`` compacts now; ``stats(assembler, label)`` totals the session.
+    ``aassemble`` is an async ``assemble`` for asyncio hosts (without it they run ``assemble``
+    on a worker thread); ``close(assembler)`` releases what the store opened for that
+    assembler. A session the store does not know raises ``LookupError``.
+    """
+
+    name: str
+    assemble: Callable[[Any, AssemblyRequest], AssembledContext]
+    aassemble: Callable[[Any, AssemblyRequest], Awaitable[AssembledContext]] | None = None
+    record: Callable[[Any, str, AgentResult], str]
+    compact: Callable[[Any, AssemblyRequest, CompactionRequest], CompactionOutcome]
+    stats: Callable[[Any, str], SessionStats]
+    close: Callable[[Any], None] | None = None
     description: str = ""

@@ -40,6 +40,7 @@ from lamina.model.request import (
     ModelConfig,
     Tool,
 )
+from lamina.model.result import AgentResult
 from lamina.model.usage import Usage
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "PLACEMENTS",
     "SESSION",
     "WORKSPACE",
+    "AgentResult",
     "AgentRole",
     "AssembledContext",
     "AssemblyReport",

@@ -15,6 +15,7 @@ from lamina.records import (
     Formatter,
     LayerProvider,
     LayerSpec,
+    SessionStore,
     Summarizer,
     ToolFilter,
     Truncator,
@@ -45,6 +46,7 @@ class Registry:
     tool_filters: tuple[Attributed, ...]
     adapters: dict[str, Attributed]
     block_transforms: tuple[Attributed, ...] = ()
+    session_stores: tuple[Attributed, ...] = ()
 
     def layer(self, name: str) -> LayerSpec:
         spec: LayerSpec = self.layers[name].record
@@ -62,6 +64,7 @@ COLLECTIONS: dict[str, tuple[type, str]] = {
     "lamina_tool_filters": (ToolFilter, "tool filter"),
     "lamina_adapters": (Adapter, "adapter"),
     "lamina_block_transforms": (BlockTransform, "block transform"),
+    "lamina_session_stores": (SessionStore, "session store"),
 }
 
 
@@ -107,4 +110,5 @@ def build_registry(by_hook: dict[str, dict[str, Attributed]]) -> Registry:
         tool_filters=tuple(by_hook["lamina_tool_filters"].values()),
         adapters=by_hook["lamina_adapters"],
         block_transforms=tuple(by_hook["lamina_block_transforms"].values()),
+        session_stores=tuple(by_hook["lamina_session_stores"].values()),
     )

@@ -1,0 +1,163 @@
+"""The ASGI application (Starlette): routes, JSON bodies within a size limit, problem
+responses for every error, and the service's life (closed on shutdown)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from lamina.errors import SerdeError
+from lamina.model.result import AgentResult
+from lamina.schema import json_schema
+from lamina.serde import structure, unstructure
+from lamina.serve.openapi import openapi_document
+from lamina.serve.problems import MEDIA_TYPE, from_exception, problem
+from lamina.serve.security import Guard
+from lamina.serve.service import Service
+from lamina.serve.wire import AssemblyInput, CompactionInput, Problem
+
+T = TypeVar("T")
+#: The largest request body accepted by default (bytes): a long host-supplied history fits.
+MAX_BODY = 8 * 1024 * 1024
+
+log = logging.getLogger("lamina.serve")
+
+
+class BodyTooLarge(Exception):
+    """A request body over the limit."""
+
+
+def problem_response(found: Problem, headers: dict[str, str] | None = None) -> Response:
+    """The problem as ``application/problem+json``, without its empty fields."""
+    data = {k: v for k, v in unstructure(found).items() if v is not None}
+    body = json.dumps(data, ensure_ascii=False).encode()
+    return Response(body, status_code=found.status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def ok(data: Any, status: int = 200) -> Response:
+    """``data`` (model objects) as JSON, UTF-8 kept as is."""
+    body = json.dumps(unstructure(data), ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(body, status_code=status, media_type="application/json")
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The request's JSON body, refused past ``limit`` bytes (by header or as it streams)."""
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise HTTPException(415, f"send the body as application/json (got {kind or 'none'})")
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        raise BodyTooLarge(f"the body is larger than {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"the body is larger than {limit} bytes")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise SerdeError([f"not JSON: {exc}"], what="request body") from exc
+
+
+def create_app(service: Service, *, token: str | None = None, max_body: int = MAX_BODY) -> Any:
+    """The ASGI app for ``service``; ``token`` requires a bearer token on every request."""
+
+    def endpoint(
+        handler: Callable[[Request], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except HTTPException:
+                raise
+            except BodyTooLarge as exc:
+                return problem_response(problem(413, "too-large", "Body too large", str(exc)))
+            except Exception as exc:
+                found = from_exception(exc)
+                if found.status >= 500:
+                    log.error("%s %s: %s", request.method, request.url.path, found.detail)
+                return problem_response(found)
+
+        return run
+
+    async def body(request: Request, cls: type[T]) -> T:
+        return structure(await read_json(request, max_body), cls, what=cls.__name__)
+
+    async def health(_request: Request) -> Response:
+        return ok(service.health())
+
+    async def plugins(_request: Request) -> Response:
+        return ok(service.plugins())
+
+    async def assemble(request: Request) -> Response:
+        return ok(await service.assemble(await body(request, AssemblyInput)))
+
+    async def turns(request: Request) -> Response:
+        label = request.path_params["label"]
+        result = await body(request, AgentResult)
+        return ok(await service.record(label, result), status=201)
+
+    async def compact(request: Request) -> Response:
+        label = request.path_params["label"]
+        return ok(await service.compact(label, await body(request, CompactionInput)))
+
+    async def stats(request: Request) -> Response:
+        return ok(await service.stats(request.path_params["label"]))
+
+    schema = json.dumps(json_schema(), ensure_ascii=False).encode()
+    openapi = json.dumps(openapi_document(service.version), ensure_ascii=False).encode()
+
+    async def schema_doc(_request: Request) -> Response:
+        return Response(schema, media_type="application/schema+json")
+
+    async def openapi_doc(_request: Request) -> Response:
+        return Response(openapi, media_type="application/json")
+
+    async def http_problem(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        titles = {404: "Not found", 405: "Method not allowed", 415: "Unsupported media type"}
+        title = titles.get(exc.status_code, "HTTP error")
+        found = problem(exc.status_code, "http", title, str(exc.detail))
+        return problem_response(found, headers=dict(exc.headers or {}))
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            service.close()
+
+    routes = [
+        Route("/v1/health", endpoint(health), methods=["GET"]),
+        Route("/v1/assemble", endpoint(assemble), methods=["POST"]),
+        Route("/v1/sessions/{label}/turns", endpoint(turns), methods=["POST"]),
+        Route("/v1/sessions/{label}/compact", endpoint(compact), methods=["POST"]),
+        Route("/v1/sessions/{label}/stats", endpoint(stats), methods=["GET"]),
+        Route("/v1/plugins", endpoint(plugins), methods=["GET"]),
+        Route("/v1/schema", schema_doc, methods=["GET"]),
+        Route("/openapi.json", openapi_doc, methods=["GET"]),
+    ]
+    app = Starlette(
+        routes=routes, exception_handlers={HTTPException: http_problem}, lifespan=lifespan
+    )
+    return Guard(app, token)
+
+
+def configure_logging() -> None:
+    """Errors the service answers with 500 go to standard error, one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("lamina serve: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False

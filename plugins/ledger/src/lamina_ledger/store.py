@@ -1,0 +1,222 @@
+"""The ledger as a session store (``lamina_session_stores``): what ``lamina serve`` assembles
+stored sessions with (compacting first when a turn would not fit), records finished turns into
+(with the provider's usage, for cache statistics) and compacts and totals sessions by.
+
+One ``LedgerSession`` (one open ledger) per assembler, opened on first use and closed by
+``close``."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+from attrs import evolve
+
+from lamina import (
+    AgentResult,
+    AssembledContext,
+    AssemblyRequest,
+    CompactionOutcome,
+    CompactionRequest,
+    Event,
+    SessionStats,
+    SessionStore,
+    Summarizer,
+    Usage,
+)
+from lamina_ledger.errors import LedgerError
+from lamina_ledger.session import LedgerSession
+from lamina_ledger.settings import LedgerSettings
+
+NAME = "ledger"
+#: Session labels a store remembers having created (the least recently used is forgotten).
+STARTED = 4096
+
+
+class _Session(LedgerSession):
+    """A ``LedgerSession`` whose summarizer gets the instructions of the compaction running on
+    this thread, when it takes them (an ``instructions`` keyword)."""
+
+    def __init__(self, assembler: Any, *, plugin: str, settings: LedgerSettings) -> None:
+        super().__init__(assembler, plugin=plugin, settings=settings)
+        self.local = threading.local()
+        self.started: OrderedDict[str, None] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def summarizer(self) -> Summarizer:
+        base = super().summarizer()
+        text: str | None = getattr(self.local, "instructions", None)
+        if text is None or not takes_instructions(base):
+            return base
+        summarize: Any = base.summarize  # takes the keyword beyond the kernel's contract
+        return evolve(base, summarize=partial(summarize, instructions=text))
+
+    @contextmanager
+    def instructions(self, text: str | None) -> Iterator[None]:
+        self.local.instructions = text
+        try:
+            yield
+        finally:
+            self.local.instructions = None
+
+    def start_once(self, label: str) -> None:
+        """Create ``label`` unless this store already did (a host's first call for a new
+        conversation is usually an assembly)."""
+        with self.lock:
+            if label in self.started:
+                self.started.move_to_end(label)
+                return
+        self.start(label)
+        with self.lock:
+            self.started[label] = None
+            while len(self.started) > STARTED:
+                self.started.popitem(last=False)
+
+
+def takes_instructions(summarizer: Summarizer) -> bool:
+    """Whether the summarizer's ``summarize`` accepts an ``instructions`` keyword."""
+    try:
+        params = inspect.signature(summarizer.summarize).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "instructions" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+class LedgerStore:
+    """The callables of the ``ledger`` session store, with one session per assembler."""
+
+    def __init__(self, settings: LedgerSettings, plugin: str = NAME) -> None:
+        self.settings = settings
+        self.plugin = plugin
+        self._sessions: weakref.WeakKeyDictionary[Any, _Session] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def session(self, assembler: Any) -> _Session:
+        with self._lock:
+            found = self._sessions.get(assembler)
+            if found is None:
+                found = _Session(assembler, plugin=self.plugin, settings=self.settings)
+                self._sessions[assembler] = found
+            return found
+
+    def assemble(self, assembler: Any, request: AssemblyRequest) -> AssembledContext:
+        session = self.session(assembler)
+        session.start_once(request.session_label)
+        try:
+            return session.assemble(request)
+        finally:
+            session.compactions.clear()  # the service keeps no history of them
+
+    async def aassemble(self, assembler: Any, request: AssemblyRequest) -> AssembledContext:
+        return await asyncio.to_thread(self.assemble, assembler, request)
+
+    def record(self, assembler: Any, label: str, result: AgentResult) -> str:
+        session = self.session(assembler)
+        config = assembler.config
+        request = AssemblyRequest(
+            session_label=label,
+            event=Event(content=""),
+            model=result.model or config.model,
+            provider=result.provider or config.provider,
+        )
+        return session.record_turn(
+            request,
+            result.messages,
+            usage=None if result.usage == Usage() else result.usage,
+            parent_turn_id=result.parent_turn_id,
+        )
+
+    def compact(
+        self, assembler: Any, request: AssemblyRequest, compaction: CompactionRequest
+    ) -> CompactionOutcome:
+        session = self.session(assembler)
+        label = request.session_label
+        with _known(label):
+            session.ledger.head(label)
+        warnings: list[str] = []
+        if compaction.instructions is not None and not takes_instructions(session.summarizer()):
+            warnings.append(
+                f"summarizer {session.settings.summarizer!r} takes no instructions; "
+                "compacted without them"
+            )
+        with session.instructions(compaction.instructions):
+            done = session.compact(request, share=compaction.target, trigger=compaction.trigger)
+        session.compactions.clear()
+        if done is None:
+            return CompactionOutcome(
+                session_label=label,
+                compacted=False,
+                trigger=compaction.trigger,
+                warnings=(
+                    *warnings,
+                    f"nothing to compact (the newest {session.settings.minimum_turns} turns "
+                    "are always kept)",
+                ),
+            )
+        return CompactionOutcome(
+            session_label=label,
+            compacted=True,
+            trigger=done.trigger,
+            turn_id=done.turn_id,
+            summarized_turns=done.summarized_turns,
+            kept_turns=done.kept_turns,
+            tokens_before=done.tokens_before,
+            tokens_after=done.tokens_after,
+            warnings=tuple(warnings),
+        )
+
+    def stats(self, assembler: Any, label: str) -> SessionStats:
+        with _known(label):
+            s = self.session(assembler).ledger.stats(label)
+        return SessionStats(
+            session_label=label,
+            turns=s.turns,
+            compactions=s.compactions,
+            input_tokens=s.input_tokens,
+            cached_input_tokens=s.cached_input_tokens,
+            cache_creation_tokens=s.cache_creation_tokens,
+            output_tokens=s.output_tokens,
+            turns_with_usage=s.turns_with_usage,
+            cache_hit_ratio=s.cache_hit_ratio,
+        )
+
+    def close(self, assembler: Any) -> None:
+        with self._lock:
+            found = self._sessions.pop(assembler, None)
+        if found is not None:
+            found.close()
+
+    def as_record(self) -> SessionStore:
+        return SessionStore(
+            name=self.plugin,
+            assemble=self.assemble,
+            aassemble=self.aassemble,
+            record=self.record,
+            compact=self.compact,
+            stats=self.stats,
+            close=self.close,
+            description="sessions in the Agents Ledger: proactive compaction, turns with usage",
+        )
+
+
+@contextmanager
+def _known(label: str) -> Iterator[None]:
+    """A ledger's "no such session" as the ``LookupError`` the store contract promises."""
+    try:
+        yield
+    except LedgerError as exc:
+        if exc.cause == "no such session":
+            raise LookupError(f"no session {label!r} in the ledger") from exc
+        raise
+
+
+def session_store(settings: LedgerSettings, plugin: str = NAME) -> SessionStore:
+    """The ``ledger`` session store for one assembler's settings."""
+    return LedgerStore(settings, plugin).as_record()
