@@ -30,12 +30,15 @@ from lamina.assembly.state import Progress, ResolvedModel
 from lamina.assembly.tool_results import cap_tool_results
 from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, load_config
-from lamina.errors import ConfigError, PluginError
+from lamina.errors import BudgetError, ConfigError, PluginError
+from lamina.log import get_logger
 from lamina.model.context import AssembledContext
 from lamina.model.request import AssemblyRequest, Event
 from lamina.plugins import PluginHost, Registry
 from lamina.records import Adapter, FitStrategy, Summarizer
 from lamina.tokens import TokenCounter
+
+_log = get_logger("assembly")
 
 
 class Assembler:
@@ -223,8 +226,15 @@ class Assembler:
     # -- the pipeline --------------------------------------------------------------------
 
     def run(self, request: AssemblyRequest, overrides: Overrides | None = None) -> AssembledContext:
-        """The pipeline itself, phase by phase (what ``assemble`` runs inside the wrappers)."""
-        overrides = overrides or Overrides()
+        """The pipeline itself, phase by phase (what ``assemble`` runs inside the wrappers); a
+        budget that cannot be met is logged (``lamina.assembly``, info) and raised."""
+        try:
+            return self._run(request, overrides or Overrides())
+        except BudgetError as exc:
+            _log.info("assembly refused: %s", exc)
+            raise
+
+    def _run(self, request: AssemblyRequest, overrides: Overrides) -> AssembledContext:
         progress = self.progress
         if progress is not None:
             progress("plan")

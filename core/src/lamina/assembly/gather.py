@@ -18,9 +18,12 @@ from lamina.assembly.state import InFlight
 from lamina.builtins.history_plugin import NAME as REQUEST_HISTORY
 from lamina.config import LaminaConfig
 from lamina.errors import LaminaError, PluginError, ProviderError
+from lamina.log import get_logger
 from lamina.model.blocks import SESSION, Block, content_hash
 from lamina.plugins import Attributed, Registry
 from lamina.records import BlockTransform, LayerProvider, ProviderContext
+
+_log = get_logger("assembly")
 
 
 class Gatherer:
@@ -186,5 +189,7 @@ def _failed(item: Attributed, what: str, exc: BaseException | None, warnings: li
     provider: LayerProvider = item.record
     message = f"layer provider {provider.name!r} {what}"
     if provider.required:
+        _log.info("plugin %r: %s; the assembly fails", item.plugin, message, exc_info=exc)
         raise ProviderError(message, plugin=item.plugin) from exc
+    _log.warning("plugin %r: %s; its blocks were left out", item.plugin, message, exc_info=exc)
     warnings.append(f"plugin {item.plugin!r}: {message}; its blocks were left out")

@@ -20,10 +20,13 @@ from attrs import frozen
 
 from lamina.config import LaminaConfig
 from lamina.errors import LaminaWarning, PluginError
+from lamina.log import get_logger
 from lamina.plugins._manager import LaminaPluginManager
 from lamina.plugins._registry import COLLECTIONS, Registry, build_registry, named
 from lamina.plugins._settings import load_settings
 from lamina.records import ModelInfo, Tokenizer
+
+_log = get_logger("plugins")
 
 ENTRY_POINT_GROUP = "lamina"
 ENV_ALLOW_LIST = "LAMINA_PLUGINS"
@@ -172,6 +175,7 @@ class PluginHost:
             raise PluginError(
                 f"{error} (required by {self._where()} key plugins.require)", plugin=name
             )
+        _log.warning("plugin %r (%s) skipped: %s", name, distribution, error)
         warnings.warn(
             f"plugin {name!r} ({distribution}) skipped: {error}", LaminaWarning, stacklevel=3
         )
