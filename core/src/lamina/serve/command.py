@@ -90,15 +90,22 @@ def _prepare(
     address is not loopback and there is no token."""
     import socket
 
+    from lamina.errors import ConfigError
     from lamina.serve.security import load_token, require_token_off_loopback
 
     token = load_token(token_file)
     require_token_off_loopback(host, token)
 
-    import uvicorn
+    try:
+        import uvicorn
 
+        from lamina.serve.app import configure_logging, create_app
+    except ImportError as exc:
+        raise ConfigError(
+            f"lamina serve needs Starlette and uvicorn ({exc.name} is missing): "
+            "pip install 'lamina[serve]'"
+        ) from exc
     from lamina.assembly.engine import Assembler
-    from lamina.serve.app import configure_logging, create_app
     from lamina.serve.service import Service
 
     assembler = Assembler.from_config(config_path)

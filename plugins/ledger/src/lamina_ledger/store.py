@@ -25,13 +25,15 @@ from lamina import (
     AssemblyRequest,
     CompactionOutcome,
     CompactionRequest,
+    ConfigError,
     Event,
     SessionStats,
     SessionStore,
     Summarizer,
     Usage,
 )
-from lamina_ledger.errors import LedgerError
+from lamina_ledger.db import db_errors
+from lamina_ledger.errors import LedgerConflict, LedgerError
 from lamina_ledger.session import LedgerSession
 from lamina_ledger.settings import LedgerSettings
 
@@ -126,12 +128,17 @@ class LedgerStore:
             model=result.model or config.model,
             provider=result.provider or config.provider,
         )
-        return session.record_turn(
-            request,
-            result.messages,
-            usage=None if result.usage == Usage() else result.usage,
-            parent_turn_id=result.parent_turn_id,
-        )
+        try:
+            return session.record_turn(
+                request,
+                result.messages,
+                usage=None if result.usage == Usage() else result.usage,
+                parent_turn_id=result.parent_turn_id,
+            )
+        except LedgerError as exc:
+            if _refused(exc):  # the turn itself is wrong (an orphan tool result, say)
+                raise ConfigError(str(exc), key="messages") from exc
+            raise
 
     def compact(
         self, assembler: Any, request: AssemblyRequest, compaction: CompactionRequest
@@ -215,6 +222,19 @@ def _known(label: str) -> Iterator[None]:
         if exc.cause == "no such session":
             raise LookupError(f"no session {label!r} in the ledger") from exc
         raise
+
+
+def _refused(exc: LedgerError) -> bool:
+    """Whether the ledger refused what it was given (no database failure behind it, no lost
+    race): the host's request was wrong."""
+    if isinstance(exc, LedgerConflict):
+        return False
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, (*db_errors(), OSError)):
+            return False
+        cause = cause.__cause__
+    return True
 
 
 def session_store(settings: LedgerSettings, plugin: str = NAME) -> SessionStore:
