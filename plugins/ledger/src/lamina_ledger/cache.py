@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from attrs import define, field
 
-from lamina import Block
+from lamina import Block, ToolCallPart
 from lamina_ledger.records import History, Turn
 
 #: Sessions (and pinned turns) a reader remembers; the least recently used is forgotten first.
@@ -30,6 +30,19 @@ class Entry:
     head: str | None
     history: History
     blocks: dict[tuple[str, str], tuple[Block, ...]] = field(factory=dict)
+    _calls: frozenset[str] | None = None
+
+    def calls(self) -> frozenset[str]:
+        """The ids of every tool call in the history (found once)."""
+        if self._calls is None:
+            self._calls = frozenset(
+                p.id
+                for t in self.history.turns
+                for m in t.messages
+                for p in m.content
+                if isinstance(p, ToolCallPart)
+            )
+        return self._calls
 
     def turns(self) -> dict[str, Turn]:
         return {t.id: t for t in self.history.turns}

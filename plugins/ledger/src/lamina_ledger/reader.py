@@ -234,7 +234,10 @@ class LedgerReader:
         if walked[-1][0] != old.head or any(r[2] != "normal" for r in walked[:-1]):
             return None
         new = self._turns([r[0] for r in reversed(walked[:-1])], session)
-        turns = self._pair_tool_results(session, [*old.history.turns, *new])
+        turns = [*old.history.turns, *new]
+        missing = unanswered(m for t in new for m in t.messages)
+        if missing and not missing.keys() <= old.calls():  # (the old history is paired)
+            turns = self._pair_tool_results(session, turns)
         return History(
             session=session,
             head_turn_id=head,

@@ -13,7 +13,7 @@ from attrs import frozen
 from lamina import Message, Tokenizer
 from lamina_ledger.blocks import summary_text
 from lamina_ledger.compaction import message_size, turn_size
-from lamina_ledger.records import History
+from lamina_ledger.records import History, Turn
 from lamina_ledger.settings import LedgerSettings
 
 #: Turn sizes remembered before the memory is started afresh.
@@ -45,31 +45,48 @@ class MemoTokenizer:
 
 
 class Sizes:
-    """Each turn's size in history by tokenizer and per-message framing, remembered."""
+    """Each turn's size in history by tokenizer and per-message framing, remembered; and each
+    session's last total, so a history that only grew is summed over its new turns."""
 
     def __init__(self) -> None:
         self._turns: dict[tuple[str, str, int], int] = {}
+        self._last: dict[tuple[str, str, int], tuple[str | None, int, str, int]] = {}
         self._lock = threading.Lock()
 
     def history(
         self, history: History, tokenizer: Tokenizer, overhead: int, settings: LedgerSettings
     ) -> int:
         """The tokens the history's blocks take (summary included), framing included."""
-        total = 0
-        if history.compaction is not None:
-            text = summary_text(history.compaction.summary, settings)
-            total += tokenizer.count(text) + overhead
-        for turn in history.turns:
-            key = (turn.id, tokenizer.name, overhead)
-            size = self._turns.get(key)
-            if size is None:
-                size = turn_size(turn, tokenizer, overhead)
-                with self._lock:
-                    if len(self._turns) >= _TURNS:
-                        self._turns.clear()
-                    self._turns[key] = size
-            total += size
-        return total
+        turns = history.turns
+        summary = 0
+        compaction = history.compaction
+        if compaction is not None:
+            text = summary_text(compaction.summary, settings)
+            summary = tokenizer.count(text) + overhead
+        key = (history.session, tokenizer.name, overhead)
+        marker = compaction.turn_id if compaction is not None else None
+        last = self._last.get(key)
+        start, total = 0, 0
+        grew = last is not None and last[0] == marker and len(turns) >= last[1] > 0
+        if last is not None and grew and turns[last[1] - 1].id == last[2]:
+            start, total = last[1], last[3]
+        for turn in turns[start:]:
+            total += self._turn(turn, tokenizer, overhead)
+        if turns:
+            with self._lock:
+                self._last[key] = (marker, len(turns), turns[-1].id, total)
+        return summary + total
+
+    def _turn(self, turn: Turn, tokenizer: Tokenizer, overhead: int) -> int:
+        key = (turn.id, tokenizer.name, overhead)
+        size = self._turns.get(key)
+        if size is None:
+            size = turn_size(turn, tokenizer, overhead)
+            with self._lock:
+                if len(self._turns) >= _TURNS:
+                    self._turns.clear()
+                self._turns[key] = size
+        return size
 
 
 def message_counts(

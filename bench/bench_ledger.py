@@ -1,0 +1,191 @@
+"""The ledger in an agent loop: ``LedgerSession.assemble`` per request vs LangChain
+``trim_messages`` with precomputed counts (the fair peer), in one run; and a 10,000-turn
+uncompacted session vs a 100-turn one.
+
+Part 1. The 300-turn code-review session of ``bench_cache.py`` (stdlib source, seeded, no
+network) runs through ``LedgerSession`` (assemble, then ``record_turn``) at a 32k and a 128k
+budget, SQLite ledger in a temp dir. After the 300 turns, ``--requests`` more turns are timed:
+each request's ``LedgerSession.assemble`` (compactions included, as they happen) and, on the
+same history at the same step, ``trim_messages(strategy="last", start_on="human")`` whose
+``token_counter`` reads a dict of counts made beforehand (untimed). Rounds interleave the
+two; medians per request and their ratio (Lamina / peer: <= 1.0 means Lamina is as fast).
+
+Part 2. Two ledger sessions of short turns, 100 and 10,000 turns, never compacted (a budget
+that holds both whole). Each timed request appends one turn (untimed) and assembles; the
+ratio of medians is what the long session costs over the short one.
+
+Run: ``.venv/bin/python bench/bench_ledger.py [--requests 40] [--samples 30]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import lamina_ledger.plugin as ledger_plugin
+from bench_cache import build_session
+from lamina_ledger.ledger import Ledger
+from lamina_ledger.session import LedgerSession
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, trim_messages
+
+from lamina import Block, Message, ToolCallPart
+from lamina.testing import StaticProvider, make_assembler
+from lamina.tokens import load_encoding
+
+BUDGETS = (32_000, 128_000)
+
+
+def to_langchain(m: Message) -> BaseMessage:
+    if m.role == "user":
+        return HumanMessage(content=m.text)
+    if m.role == "tool":
+        part = m.content[0]
+        return ToolMessage(content=part.content, tool_call_id=part.call_id)  # type: ignore[union-attr]
+    if isinstance(m.content[0], ToolCallPart):
+        call = m.content[0]
+        return AIMessage(
+            content="", tool_calls=[{"name": call.name, "args": call.arguments, "id": call.id}]
+        )
+    return AIMessage(content=m.text)
+
+
+def clock(fn: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    out = fn()
+    return 1000 * (time.perf_counter() - started), out
+
+
+def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, Any]:
+    """Median ms per request after ``warmup`` turns: Lamina and the precomputed peer."""
+    system, turns = build_session(warmup + requests)
+    counts: dict[int, int] = {}  # id(LangChain message) -> tokens, made untimed
+
+    def counter(messages: list[BaseMessage]) -> int:
+        return sum(counts[id(m)] for m in messages)
+
+    history: list[BaseMessage] = []
+    sys_tokens = len(enc.encode(system, disallowed_special=()))
+    lamina_ms, peer_ms, compacting = [], [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = {
+            "model": "gpt-4o",
+            "session": "bench",
+            "budget": {"max_tokens": budget, "reserve_response": 0, "reserve_tools": 0},
+            "plugins": {"ledger": {"database": f"{tmp}/ledger.db"}},
+        }
+        block = Block.text("system", "workspace", system, trusted=True)
+        a = make_assembler(
+            cfg, plugins=[("ledger", ledger_plugin), ("system", StaticProvider([block]))]
+        )
+        with a, LedgerSession(a) as s:
+            s.start("bench")
+            for i, turn in enumerate(turns):
+                req = a.request(turn[0].text)
+                ask_tokens = len(enc.encode(turn[0].text, disallowed_special=()))
+                before = len(s.compactions)
+                gc.collect()
+                ms, _ctx = clock(lambda req=req: s.assemble(req))
+                peer, _kept = clock(
+                    lambda room=budget - sys_tokens - ask_tokens: trim_messages(
+                        history,
+                        max_tokens=room,
+                        token_counter=counter,
+                        strategy="last",
+                        start_on="human",
+                    )
+                )
+                if i >= warmup:
+                    lamina_ms.append(ms)
+                    peer_ms.append(peer)
+                    compacting += len(s.compactions) > before
+                s.record_turn(req, turn)
+                for m in turn:
+                    lm = to_langchain(m)
+                    text = m.text or json.dumps(
+                        [(p.name, p.arguments) for p in m.content if isinstance(p, ToolCallPart)]
+                    )
+                    counts[id(lm)] = len(enc.encode(text, disallowed_special=()))
+                    history.append(lm)
+            decoded = s.ledger.decoded
+    lm_med, pc_med = statistics.median(lamina_ms), statistics.median(peer_ms)
+    return {
+        "lamina_ms": lm_med,
+        "peer_ms": pc_med,
+        "ratio": lm_med / pc_med,
+        "compacting_requests": compacting,
+        "decoded_turns": decoded,
+    }
+
+
+def scale(turns: int, samples: int) -> float:
+    """Median ms per request (one turn appended, then assembled) of an uncompacted session."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"{tmp}/ledger.db"
+        with Ledger.open(db) as w, w.batch("scale"):
+            for i in range(turns):
+                w.append_turn(
+                    "scale",
+                    [Message.of("user", f"ask {i}"), Message.of("assistant", f"answer {i}")],
+                    message_tokens=[3, 3],
+                    total_tokens=6,
+                    counted_by="o200k_base",
+                )
+        cfg = {
+            "model": "gpt-4o",
+            "session": "scale",
+            "budget": {
+                "max_tokens": 900_000,
+                "context_window": 1_000_000,
+                "reserve_response": 0,
+                "reserve_tools": 0,
+            },
+            "plugins": {"ledger": {"database": db}},
+        }
+        out = []
+        with make_assembler(cfg, plugins=[("ledger", ledger_plugin)]) as a, LedgerSession(a) as s:
+            s.assemble(a.request("warm up"))
+            for i in range(samples):
+                req = a.request(f"next {i}")
+                s.record_turn(req, [Message.of("user", f"next {i}"), Message.of("assistant", "ok")])
+                gc.collect()
+                out.append(clock(lambda req=req: s.assemble(req))[0])
+    return statistics.median(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=300, help="turns before timing")
+    parser.add_argument("--requests", type=int, default=40, help="requests timed per budget")
+    parser.add_argument("--samples", type=int, default=30, help="requests timed per size")
+    args = parser.parse_args(argv)
+    enc = load_encoding("o200k_base")
+    print(f"python {platform.python_version()} on {platform.machine()}, {sys.platform}")
+    print(
+        f"Part 1: LedgerSession.assemble per request after {args.turns} turns vs "
+        "trim_messages with precomputed counts (median ms per request)"
+    )
+    for budget in BUDGETS:
+        r = agent_loop(budget, args.turns, args.requests, enc)
+        print(
+            f"  {budget // 1000}k: Lamina {r['lamina_ms']:.2f} ms, peer {r['peer_ms']:.2f} ms, "
+            f"Lamina / peer {r['ratio']:.2f}x ({r['compacting_requests']} of {args.requests} "
+            f"timed requests compacted; {r['decoded_turns']} turns decoded over the run)"
+        )
+    print("Part 2: uncompacted session, one turn appended per request (median ms per request)")
+    short, long = scale(100, args.samples), scale(10_000, args.samples)
+    print(f"  100 turns {short:.2f} ms, 10,000 turns {long:.2f} ms: {long / short:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    raise SystemExit(main())
