@@ -3,10 +3,14 @@ record each finished turn with its exact size and the provider's usage."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from lamina import (
+    SESSION,
     AssembledContext,
     Assembler,
     AssemblyRequest,
@@ -32,6 +36,9 @@ R = TypeVar("R")
 
 def fits(ctx: AssembledContext) -> bool:
     """Whether the kernel kept every ledger block whole (no history was cut this request)."""
+    layers = [r for r in ctx.report.layers if r.layer == SESSION]
+    if layers and all(r.kept == r.blocks and r.tokens == r.original_tokens for r in layers):
+        return True  # every session block kept whole: no need to look at each
     return all(b.status == "kept" for b in ctx.report.blocks if b.id.startswith(PREFIX))
 
 
@@ -39,7 +46,13 @@ class LedgerSession:
     """Everything a host needs around one ``Assembler`` whose config has a ``[plugins.ledger]``
     database: ``assemble`` (compacts first when the context would not fit), ``run`` (sends,
     and on a context-overflow error compacts harder and retries once), ``record_turn``,
-    ``compact`` and the ``ledger`` itself (reader and writer)."""
+    ``compact`` and the ``ledger`` itself (reader and writer).
+
+    Safe to share between threads and asyncio tasks (``aassemble``, ``arecord_turn``,
+    ``acompact`` and ``arecover`` run the same calls on a worker thread): one session's
+    assemblies and compactions take turns (so two requests never both compact it), other
+    sessions' run side by side, and every write is one transaction on the ledger's connection,
+    which serves one transaction at a time. Nothing recorded concurrently is lost."""
 
     def __init__(
         self,
@@ -72,6 +85,8 @@ class LedgerSession:
         # as the last assembly showed them, to know beforehand whether the next one fits.
         self._seen: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         self._sizes = Sizes()
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     def close(self) -> None:
         POOL.withdraw(self.target, self.ledger)
@@ -105,7 +120,16 @@ class LedgerSession:
 
     # -- assembly ------------------------------------------------------------------------
 
+    def _session(self, label: str) -> threading.Lock:
+        """The lock one session's assemblies and compactions take turns on."""
+        with self._locks_lock:
+            return self._locks.setdefault(label, threading.Lock())
+
     def assemble(self, request: AssemblyRequest) -> AssembledContext:
+        with self._session(request.session_label):
+            return self._assemble(request)
+
+    def _assemble(self, request: AssemblyRequest) -> AssembledContext:
         """Assemble; when the history would not fit whole, compact to ``compact_target`` of
         the available tokens (trigger ``context_limit``) first.
 
@@ -143,11 +167,12 @@ class LedgerSession:
         """After the provider reported a context overflow (for ``failed``, the context that
         was sent, when given): compact to ``recovery_target`` (trigger ``overflow_recovery``)
         and assemble again."""
-        available, fixed = self._budget(request, failed)
-        result = self._compact(
-            request, self.settings.recovery_target, available, fixed, "overflow_recovery"
-        )
-        return self._observed(request, self.assembler.assemble(_after(request, result)))
+        with self._session(request.session_label):
+            available, fixed = self._budget(request, failed)
+            result = self._compact(
+                request, self.settings.recovery_target, available, fixed, "overflow_recovery"
+            )
+            return self._observed(request, self.assembler.assemble(_after(request, result)))
 
     def run(
         self,
@@ -178,10 +203,49 @@ class LedgerSession:
     ) -> CompactionResult | None:
         """Compact now so the request would use at most ``share`` (default ``compact_target``)
         of the available tokens. ``None`` when there was nothing to summarize."""
-        available, fixed = self._budget(request, None)
-        return self._compact(
-            request, share or self.settings.compact_target, available, fixed, trigger
+        with self._session(request.session_label):
+            available, fixed = self._budget(request, None)
+            return self._compact(
+                request, share or self.settings.compact_target, available, fixed, trigger
+            )
+
+    # -- asyncio -------------------------------------------------------------------------
+
+    async def aassemble(self, request: AssemblyRequest) -> AssembledContext:
+        """``assemble`` on a worker thread (the event loop never waits on the ledger or the
+        tokenizer)."""
+        return await asyncio.to_thread(self.assemble, request)
+
+    async def arecover(
+        self, request: AssemblyRequest, failed: AssembledContext | None = None
+    ) -> AssembledContext:
+        """``recover`` on a worker thread."""
+        return await asyncio.to_thread(self.recover, request, failed)
+
+    async def acompact(
+        self,
+        request: AssemblyRequest,
+        *,
+        share: float | None = None,
+        trigger: Trigger = "manual",
+    ) -> CompactionResult | None:
+        """``compact`` on a worker thread."""
+        return await asyncio.to_thread(self.compact, request, share=share, trigger=trigger)
+
+    async def arecord_turn(
+        self,
+        request: AssemblyRequest | AssembledContext,
+        messages: Sequence[Message],
+        *,
+        usage: Usage | None = None,
+        message_tokens: Sequence[int | None] | None = None,
+        **fields: Any,
+    ) -> str:
+        """``record_turn`` on a worker thread."""
+        call = functools.partial(
+            self.record_turn, request, messages, usage=usage, message_tokens=message_tokens
         )
+        return await asyncio.to_thread(call, **fields)
 
     # -- recording -----------------------------------------------------------------------
 
