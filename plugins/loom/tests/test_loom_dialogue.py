@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import pytest
 from lamina_loom import Loom, LoomError, MemoryStore, OperationalMemory, Preferences, Stash
+from lamina_loom.render import (
+    ADDENDUM_HEAD,
+    ADDENDUM_LOOM_CONTEXT,
+    ADDENDUM_MEMORY,
+    ADDENDUM_NODE_METADATA,
+)
 
 from lamina import Adapter, BudgetError, ImagePart, Message, TextPart, Usage, hookimpl
 
@@ -200,6 +206,58 @@ def test_node_metadata_inline_and_loom_blocks(loom_config, loom_for, story):
         "Permissions: read, branch\n```"
     )
     assert result.messages[-1] == result.context.current_message
+
+
+def with_loom(loom_config, **section):  # type: ignore[no-untyped-def]
+    from attrs import evolve
+
+    return evolve(loom_config(), sections={"loom": section})
+
+
+def test_the_loom_aware_addendum_explains_the_extensions_that_are_on(loom_for, loom_config, story):
+    config = with_loom(loom_config, node_metadata=True, loom_context=True)
+    result = loom_for(story(), config).dialogue("story", "k", agent_system=AGENT)
+    addendum = ADDENDUM_HEAD + "\n\n" + ADDENDUM_NODE_METADATA + "\n" + ADDENDUM_LOOM_CONTEXT
+    # agent, tree, the addendum (static: inside the cached prefix), then the instruction
+    assert result.system == (
+        f"You are a storyteller.\n\nKeep it for children.\n\n{addendum}\n\nAnswer as a poet."
+    )
+    assert "[loom node=<id> author=<human|model>[:<name>] [created=<time>]" in addendum
+    assert "Operational memory" not in addendum  # that extension is off
+    # it describes the header the messages carry
+    assert result.messages[0].text.startswith("[loom node=r author=human:ann created=")
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ({}, None),  # no extension, no addendum
+        ({"node_metadata": True, "addendum": False}, None),
+        ({"addendum": True}, "HEAD"),
+        ({"operational_memory": True}, "HEAD\n\nMEMORY"),
+        ({"node_metadata": True, "addendum_text": "Nodes carry ids."}, "Nodes carry ids."),
+    ],
+)
+def test_the_addendum_is_configurable(loom_for, loom_config, story, section, expected):
+    result = loom_for(story(), with_loom(loom_config, **section)).dialogue(
+        "story", "k", agent_system=AGENT
+    )
+    if expected is None:
+        assert result.system == SYSTEM
+        return
+    text = expected.replace("HEAD", ADDENDUM_HEAD).replace("MEMORY", ADDENDUM_MEMORY)
+    assert result.system == (
+        f"You are a storyteller.\n\nKeep it for children.\n\n{text}\n\nAnswer as a poet."
+    )
+
+
+def test_the_addendum_keeps_the_system_prompt_byte_stable_along_the_path(
+    loom_for, loom_config, story
+):
+    loom = loom_for(story(), with_loom(loom_config, node_metadata=True))
+    a = loom.dialogue("story", "b", agent_system=AGENT).context.system_prompt
+    b = loom.dialogue("story", "d", agent_system=AGENT).context.system_prompt
+    assert a == b and ADDENDUM_HEAD in a
 
 
 def test_extensions_are_off_by_default(loom_for, story):

@@ -59,6 +59,18 @@ def test_request_metadata_selects_tree_and_node(tmp_path, assembler):
     assert ctx.current_message.text.endswith("And then?")
 
 
+def test_hook_mode_system_prompt_carries_the_addendum(tmp_path, assembler):
+    from lamina_loom.render import ADDENDUM_HEAD, ADDENDUM_LOOM_CONTEXT
+
+    section = {"agent_system_prompt": "Agent.", "loom_context": True}
+    a = assembler(tmp_path, section=section)
+    ctx = a.assemble(a.request("And then?", metadata={"loom": {"tree": "story", "node": "d"}}))
+    addendum = f"{ADDENDUM_HEAD}\n\n{ADDENDUM_LOOM_CONTEXT}"
+    assert ctx.system_prompt == f"Agent.\n\nKeep it for children.\n\n{addendum}"
+    block = next(b for b in ctx.report.blocks if b.id == "loom:system:addendum")
+    assert block.layer == "loom_system" and block.status == "kept"
+
+
 def test_settings_select_a_default_position(tmp_path, assembler):
     a = assembler(tmp_path, section={"tree": "story", "node": "b"})
     assert len(a.assemble(a.request("x")).history) == 3

@@ -14,6 +14,7 @@ from lamina_loom.errors import LoomError
 from lamina_loom.model import Node, Tree
 from lamina_loom.paths import Selection, select
 from lamina_loom.render import (
+    addendum,
     loom_context,
     merge_parts,
     node_header,
@@ -97,14 +98,19 @@ class DialoguePlan:
         return max(1, count) if self.messages else 0
 
 
-def system_pieces(tree: Tree, agent_system: str, instructions: Sequence[Node]) -> list[SystemPiece]:
-    """Agent-level first, then tree-level, then instruction sources in path order.
+def system_pieces(
+    tree: Tree, agent_system: str, instructions: Sequence[Node], loom_addendum: str = ""
+) -> list[SystemPiece]:
+    """Agent-level first, then tree-level, then the loom-aware addendum, then instruction
+    sources in path order (the addendum, static, comes before them so it stays in the cached
+    prefix while instructions change along the path).
 
-    Agent and tree context are operator-authored (trusted); an instruction source is trusted
-    only when a human wrote it."""
+    Agent and tree context and the addendum are operator-authored (trusted); an instruction
+    source is trusted only when a human wrote it."""
     pieces = [
         SystemPiece(id="loom:system:agent", text=agent_system, trusted=True),
         SystemPiece(id="loom:system:tree", text=tree.system_context, trusted=True),
+        SystemPiece(id="loom:system:addendum", text=loom_addendum, trusted=True),
         *(
             SystemPiece(
                 id=f"loom:system:instruction:{n.id}",
@@ -134,6 +140,7 @@ def plan_dialogue(
         tree,
         settings.agent_system_prompt if agent_system is None else agent_system,
         selection.instructions,
+        addendum(settings),
     )
     groups: list[tuple[MessageRole, list[Node]]] = []
     for entry in selection.entries:

@@ -7,7 +7,44 @@ from collections.abc import Sequence
 
 from lamina import ImagePart, Part, TextPart
 from lamina_loom.model import Node, Tree
-from lamina_loom.settings import OperationalMemory
+from lamina_loom.settings import OperationalMemory, Settings
+
+ADDENDUM_HEAD = """## Loom
+
+This conversation is one path through a Loom Tree: each node is a turn, and a node may have \
+several children (alternative continuations). You see the path from the root to the current \
+node; nodes excluded from context are left out."""
+ADDENDUM_NODE_METADATA = """\
+- Each node's text starts with a line `[loom node=<id> author=<human|model>[:<name>] \
+[created=<time>] parent=<id|none> children=<ids|none>]`: the node's id, who wrote it, when, \
+and its neighbours in the tree. It describes the node and is not part of its text: refer to \
+nodes by these ids, and never write such a line yourself."""
+ADDENDUM_LOOM_CONTEXT = """\
+- The "Loom context" block at the end of the context names the tree, your position in it \
+(depth, parent, siblings, children) and your permissions."""
+ADDENDUM_MEMORY = """\
+- The "Operational memory" block holds what is pinned, the stashes you recalled and the \
+trace of your recent actions."""
+
+
+def addendum(settings: Settings) -> str:
+    """The loom-aware addendum to the system prompt: what the loom-aware extensions that are
+    on add to the context and how to read it (``addendum_text`` replaces it); empty when off.
+    It depends on settings only, so it never moves the cached prefix."""
+    if not settings.addendum_on:
+        return ""
+    if settings.addendum_text is not None:
+        return settings.addendum_text
+    bullets = [
+        text
+        for on, text in (
+            (settings.node_metadata, ADDENDUM_NODE_METADATA),
+            (settings.loom_context, ADDENDUM_LOOM_CONTEXT),
+            (settings.operational_memory, ADDENDUM_MEMORY),
+        )
+        if on
+    ]
+    return "\n\n".join([ADDENDUM_HEAD, "\n".join(bullets)]) if bullets else ADDENDUM_HEAD
 
 
 def node_header(tree: Tree, node: Node) -> str:

@@ -32,6 +32,17 @@ class Settings:
     node_metadata: bool = False
     loom_context: bool = False
     operational_memory: bool = False
+    #: The loom-aware addendum to the system prompt; unset: on when any extension above is.
+    addendum: bool | None = None
+    #: Replaces the built-in addendum text (which describes the extensions that are on).
+    addendum_text: str | None = None
+
+    @property
+    def addendum_on(self) -> bool:
+        """Whether the system context ends its static part with the loom-aware addendum."""
+        if self.addendum is not None:
+            return self.addendum
+        return self.node_metadata or self.loom_context or self.operational_memory
 
     @property
     def preferences(self) -> Preferences:
