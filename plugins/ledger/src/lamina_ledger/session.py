@@ -7,6 +7,7 @@ import asyncio
 import functools
 import threading
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from lamina import (
@@ -25,6 +26,7 @@ from lamina_ledger.compaction import CompactionResult, compact_history
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.pool import POOL
+from lamina_ledger.provenance import event_context, with_user_context
 from lamina_ledger.records import Trigger
 from lamina_ledger.settings import LedgerSettings, settings_from
 from lamina_ledger.sizing import MemoTokenizer, Sizes, message_counts
@@ -86,6 +88,8 @@ class LedgerSession:
         self._seen: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         self._sizes = Sizes()
         self._locks: dict[str, threading.Lock] = {}
+        # Per session: the last request assembled and when (its user message's context_json).
+        self._assembled: dict[str, tuple[AssemblyRequest, datetime]] = {}
         self._locks_lock = threading.Lock()
 
     def close(self) -> None:
@@ -127,6 +131,7 @@ class LedgerSession:
 
     def assemble(self, request: AssemblyRequest) -> AssembledContext:
         with self._session(request.session_label):
+            self._assembled[request.session_label] = (request, self.assembler.clock())
             return self._assemble(request)
 
     def _assemble(self, request: AssemblyRequest) -> AssembledContext:
@@ -263,7 +268,9 @@ class LedgerSession:
 
         Counts are not made twice: ``message_tokens[i]`` (when given, not ``None``) is used as
         the model's tokenizer's count of message ``i``, and a text the assembler already
-        counted (the current message, a retried turn) is taken from its memo."""
+        counted (the current message, a retried turn) is taken from its memo. The first user
+        message gets the event's ``context_json`` (platform, hook count, attachments,
+        ``injectedAt``) unless it carries its own."""
         model = request.model
         tokenizer = self._tokenizer(model)
         if message_tokens is not None and len(message_tokens) != len(messages):
@@ -271,6 +278,7 @@ class LedgerSession:
                 f"{len(message_tokens)} message token counts for {len(messages)} messages",
                 session=request.session_label,
             )
+        messages = with_user_context(messages, self._user_context(request))
         exact = tokenizer.exact
         counts = message_counts(messages, tokenizer, message_tokens) if exact else None
         provider = request.provider or None
@@ -287,6 +295,22 @@ class LedgerSession:
         )
 
     # -- internals -----------------------------------------------------------------------
+
+    def _user_context(self, request: AssemblyRequest | AssembledContext) -> dict[str, Any] | None:
+        """The ``context_json`` for the turn's user message: the assembled context's own, else
+        made from the request's event (injected when this session assembled it, else at the
+        event's time, else now)."""
+        label = request.session_label
+        assembled = self._assembled.get(label)
+        if isinstance(request, AssembledContext):
+            if request.current_message.context_json is not None:
+                return request.current_message.context_json
+            if assembled is None or assembled[0].event.id != request.source_event_id:
+                return None
+            return event_context(assembled[0].event, assembled[1])
+        if assembled is not None and assembled[0] is request:
+            return event_context(request.event, assembled[1])
+        return event_context(request.event, request.event.time or self.assembler.clock())
 
     def _tokenizer(self, model: str) -> MemoTokenizer:
         resolved = self.assembler.model(model)
