@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from lamina import MEMORY, Block, Formatter, Provenance
+from lamina_memory.formats import summarize
 from lamina_memory.query import SECTION_ORDER, SECTIONS
 from lamina_memory.records import Candidate
 from lamina_memory.selection import Selection
@@ -112,7 +113,14 @@ class Layout:
             return 0
         return self.recount(self.render(blocks)) + self.count(self.formatter.separator)
 
-    def fit(self, selection: Selection, *, compress: bool, compress_min: int) -> list[Block]:
+    def fit(
+        self,
+        selection: Selection,
+        *,
+        compress: bool,
+        compress_min: int,
+        compressor: Callable[[str, int], str] | None = None,
+    ) -> list[Block]:
         """The section blocks of what was chosen, re-counted as rendered (BPE merges across
         lines can make the whole larger than its items) and trimmed from the worst item until
         they fit; then, if asked and room is left, the overflow in a summarizable block."""
@@ -123,19 +131,34 @@ class Layout:
             out = self.blocks(chosen)
         left = selection.budget - self.tokens(out)
         if compress and selection.overflow and left >= compress_min:
-            out.append(self._additional(selection.overflow, chosen, left))
+            extra = self._additional(selection.overflow, chosen, left, compressor)
+            if extra is not None:
+                out.append(extra)
         return out
 
     def _additional(
-        self, overflow: Sequence[Candidate], chosen: Sequence[Candidate], left: int
-    ) -> Block:
-        """What did not fit, for the kernel's summarizer (or cut at the end without one)."""
+        self,
+        overflow: Sequence[Candidate],
+        chosen: Sequence[Candidate],
+        left: int,
+        compressor: Callable[[str, int], str] | None,
+    ) -> Block | None:
+        """What did not fit (the lowest-scoring items, each cut to its first sentence) for the
+        kernel's summarizer (an LLM one when ``[fit] summarizer`` names one; else it is cut at
+        the end); ``compressor`` fits it to what is left first. None rather than an empty
+        block when nothing of it would remain."""
         items = overflow[:MAX_COMPRESSED]
         first = SECTIONS["additional"] not in {c.section for c in chosen}
+        text = "\n".join(summarize(c.text) for c in items)
+        if compressor is not None:
+            frame = self.frame_cost(SECTIONS["additional"]) if first else self.count("\n")
+            text = compressor(text, max(0, left - 8 - frame))
+        if not text.strip():
+            return None
         return Block.text(
             "memory.additional",
             MEMORY,
-            "\n".join(c.text for c in items),
+            text,
             title=SECTIONS["additional"] if first else None,
             tag="memory",
             priority=0.0,

@@ -3,9 +3,9 @@ rest goes to the best leftovers, and what did not fit is kept for compression.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 
 from lamina_memory.query import SECTION_ORDER
 from lamina_memory.records import Candidate
@@ -25,6 +25,9 @@ class Selection:
     overflow: tuple[Candidate, ...]
     used: int
     budget: int
+    #: Candidates each source proposed, and the chunks the semantic search ran over.
+    considered: Mapping[str, int] = field(factory=dict)
+    searched: int = 0
 
 
 def select(

@@ -16,6 +16,7 @@ import attrs
 
 from lamina import MEMORY, Block, ConfigError, Formatter, LaminaConfig, ProviderContext, Tokenizer
 from lamina_memory.blas import one_blas_thread
+from lamina_memory.builder import ContextBuilder, ContextRequest
 from lamina_memory.embedders import Embedder, get_embedder, registered_embedders
 from lamina_memory.errors import MemoryStoreError
 from lamina_memory.filters import parse_filters, requested_sources
@@ -28,7 +29,7 @@ from lamina_memory.query import SECTIONS, Filters, Query
 from lamina_memory.records import Candidate, Chunk, Memory, principals
 from lamina_memory.retrieval import SOURCE_FUNCS
 from lamina_memory.selection import Selection, select
-from lamina_memory.settings import Settings
+from lamina_memory.settings import STRATEGIES, Settings
 from lamina_memory.signals import extract
 from lamina_memory.store import Store, check_url, open_store
 
@@ -301,10 +302,15 @@ class MemoryService:
         tokenizer: Tokenizer,
         fmt: Formatter | str,
         sources: tuple[str, ...] | None = None,
+        weights: tuple[float, float, float] | None = None,
+        additional: str | None = None,
     ) -> tuple[Selection, list[str]]:
         """Query every enabled source concurrently and select within ``budget`` as ``fmt``
-        renders it; a failing source (other than a required one) drops out with a warning."""
+        renders it; a failing source (other than a required one) drops out with a warning.
+        ``weights`` override the settings' strategy; ``additional`` is the caller's own text
+        for the Additional Context section (taken first, like the task frames)."""
         s = self.settings
+        weights = weights or s.score_weights
         snap = self.snapshot()
         layout = self.layout(fmt, tokenizer)
         frames = self._stacks.get(session)
@@ -322,6 +328,8 @@ class MemoryService:
             tokenizer.name,
             sources,
             tuple(frame_lines),
+            weights,
+            additional,
         )
         hit = self._cache.get(key) if s.cache_ttl > 0 else None
         if hit is not None and hit[0] > self.clock():
@@ -346,8 +354,25 @@ class MemoryService:
                 )
                 for i, (line, _share) in enumerate(frame_lines)
             ]
-        selection = select(
-            found, budget=budget, shares=shares, weights=s.score_weights, cost=layout.cost
+        if additional and additional.strip():
+            found["custom"] = [
+                Candidate(
+                    key="custom:0",
+                    source="custom",
+                    section=SECTIONS["additional"],
+                    text=additional,
+                    relevance=1.0,
+                    salience=1.0,
+                    kind="event",
+                    source_id="additional-context",
+                )
+            ]
+            shares["custom"] = 1.0
+        selection = select(found, budget=budget, shares=shares, weights=weights, cost=layout.cost)
+        selection = attrs.evolve(
+            selection,
+            considered={name: len(cands) for name, cands in found.items()},
+            searched=len(snap.chunks),
         )
         if s.cache_ttl > 0:
             self._cache[key] = (self.clock() + s.cache_ttl, selection)
@@ -401,33 +426,48 @@ class MemoryService:
                 )
         return found, warnings
 
+    def builder(self, tokenizer: Tokenizer, formatter: Formatter | str) -> ContextBuilder:
+        """The memory framework design's ``ContextBuilder`` over this service."""
+        return ContextBuilder(self, tokenizer=tokenizer, formatter=formatter)
+
     def blocks(self, ctx: ProviderContext) -> tuple[list[Block], list[str]]:
-        """The memory layer's blocks for one request, and any warnings for the report."""
+        """The memory layer's blocks for one request, and any warnings for the report: the
+        request as a ``ContextRequest``, built by the ``ContextBuilder``."""
         req = ctx.request
-        filters = parse_filters(self.settings, req.metadata)
-        sources = requested_sources(req.metadata)
-        budget = self.budget_for(ctx)
-        if budget <= 0 or not req.event.content.strip():
-            return [], []
         raw = req.metadata.get("memory") or {}
-        formatter = ctx.layer(MEMORY).formatter
-        selection, warnings = self.retrieve(
-            text=str(raw.get("query") or req.event.content),
-            session=req.session_label,
-            now=req.event.time or ctx.now,
-            who=principals(req.permissions, req.metadata, req.role),
-            filters=filters,
-            budget=budget,
-            tokenizer=ctx.tokenizer,
-            fmt=formatter,
-            sources=sources,
+        built = self.builder(ctx.tokenizer, ctx.layer(MEMORY).formatter).build(
+            ContextRequest(
+                query=str(raw.get("query") or req.event.content),
+                session_id=req.session_label,
+                max_tokens=self.budget_for(ctx),
+                filters=parse_filters(self.settings, req.metadata),
+                sources=requested_sources(req.metadata),
+                principals=principals(req.permissions, req.metadata, req.role),
+                now=req.event.time or ctx.now,
+                additional_context=_text_or_none(raw.get("additional_context")),
+                strategy=_strategy(raw.get("strategy")),
+            )
         )
+        warnings = list(built.warnings)
         if self.fallback is not None:
             warnings = [self.fallback, *warnings]
-        layout = self.layout(formatter, ctx.tokenizer)
-        out = layout.fit(
-            selection,
-            compress=self.settings.compress,
-            compress_min=self.settings.compress_min_tokens,
+        return list(built.blocks), warnings
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError("expected a string", key="request.metadata.memory.additional_context")
+    return value
+
+
+def _strategy(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value not in STRATEGIES:
+        raise ConfigError(
+            f"expected one of {', '.join(STRATEGIES)}, got {value!r}",
+            key="request.metadata.memory.strategy",
         )
-        return out, warnings
+    return str(value)

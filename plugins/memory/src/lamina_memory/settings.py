@@ -89,7 +89,7 @@ class Settings:
     dense_search: str = field(default="store", validator=validators.in_(("store", "memory")))
     dense_weight: float = field(default=1.0, validator=validators.ge(0))
     rrf_k: int = field(default=5, validator=validators.ge(1))
-    neighbours: int = field(default=1, validator=validators.ge(0))
+    neighbours: int = field(default=2, validator=validators.ge(0))
     show_dates: bool = False
     #: The Cortex draft's injection format of the whole layer, and per source.
     format: str = field(default="raw", validator=_format)
