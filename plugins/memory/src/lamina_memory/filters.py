@@ -37,7 +37,11 @@ def parse_filters(settings: Settings, meta: Mapping[str, Any]) -> Filters:
             ) from exc
         if since.tzinfo is None:
             raise ConfigError(f"{since_raw!r} has no timezone", key="memory.since")
+    task_id = raw.get("task_id")
+    if task_id is not None and not isinstance(task_id, str):
+        raise ConfigError("expected a string", key="request.metadata.memory.task_id")
     return Filters(
+        task_id=task_id,
         since=since,
         event_types=strs("event_types", settings.event_types),
         entity_types=strs("entity_types", settings.entity_types),

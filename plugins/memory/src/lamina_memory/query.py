@@ -32,6 +32,9 @@ class Filters:
     event_types: tuple[str, ...] = ()
     entity_types: tuple[str, ...] = ()
     exclude_ids: frozenset[str] = frozenset()
+    #: Only events of this task (``EpisodicEvent.task``), as the design's stack-aware assembly
+    #: asks for the current frame's.
+    task_id: str | None = None
 
 
 @frozen(kw_only=True)

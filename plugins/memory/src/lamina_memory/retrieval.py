@@ -37,6 +37,7 @@ def source_recent(snap: Snapshot, q: Query) -> list[Candidate]:
         and e.id not in f.exclude_ids
         and (f.since is None or e.time >= f.since)
         and (not f.event_types or e.type in f.event_types)
+        and (f.task_id is None or e.task == f.task_id)
     ]
     mine = [e for e in ok if e.session == q.session][-s.recent_limit :] if s.recent_limit else []
     others: list[str] = []

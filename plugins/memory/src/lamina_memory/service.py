@@ -252,9 +252,22 @@ class MemoryService:
         return self.import_memories(memories, key=key, progress=progress)
 
     def frames(self, session: str) -> TaskStack:
-        """The task stack of ``session`` (created empty on first use)."""
+        """The task stack of ``session``: read from the store on first use (empty if it holds
+        none), every change written back to it."""
         with self._lock:
-            return self._stacks.setdefault(session, TaskStack())
+            stack = self._stacks.get(session)
+            if stack is None:
+                key = f"frames:{session}"
+
+                def save(text: str) -> None:
+                    self.store.put_mark(key, text)
+                    with self._lock:
+                        self._cache.clear()
+
+                saved = self.store.mark(key)
+                stack = TaskStack.loads(saved, save) if saved else TaskStack(save)
+                self._stacks[session] = stack
+            return stack
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

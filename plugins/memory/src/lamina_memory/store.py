@@ -72,6 +72,8 @@ class Store(Protocol):
 
     def mark(self, key: str) -> str | None: ...
 
+    def put_mark(self, key: str, value: str) -> None: ...
+
     def version(self) -> int: ...
 
     def embedding_dim(self) -> int | None: ...
@@ -197,6 +199,11 @@ class SQLStore:
         """A bookmark kept beside the memories (an import's progress), or None."""
         with self.db.read():
             return self._meta(f"mark:{key}")
+
+    def put_mark(self, key: str, value: str) -> None:
+        """Keep a bookmark (task frames) without moving the version: no memory changed."""
+        with self.db.write():
+            self._set_meta(f"mark:{key}", value)
 
     def write(
         self, memories: Iterable[Memory], *, marks: Mapping[str, str | None] | None = None
