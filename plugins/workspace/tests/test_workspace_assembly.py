@@ -189,9 +189,12 @@ def test_file_text_reaches_the_model_as_written(workspace, assembler, config_for
     assert f'<context path="src/main.py">\n{body}\n</context>' in text
 
 
-def test_lowest_priority_goes_first_and_the_report_says_why(
+def test_effective_budget_caps_the_working_set_files_not_the_context(
     workspace, assembler, config_for, write
 ):
+    """The protocol's assembly: files by priority while ``effective`` lasts, the first that
+    does not fit truncated to what is left, the rest excluded; the context keeps its own
+    budget."""
     manifest = """\
 budget:
   max_tokens: 700
@@ -213,15 +216,32 @@ files:
     a = assembler(config_for(workspace, working_set="working-set.yml"))
     ctx = a.assemble(a.request("go"))
     doc = report_document(ctx)["assembly_report"]
-    assert doc["budget"]["max"] == 600  # the manifest's effective budget caps the context
-    assert doc["budget"]["used"] <= 600
+    assert doc["budget"]["max"] == ctx.token_budget.available > 100_000  # not the manifest's
+    files = [b for b in ctx.report.blocks if b.layer in ("working_set", "working_set_system")]
+    assert 550 < sum(b.tokens for b in files) <= 600  # effective: 700 − 100
     by_path = {e["path"]: e for e in doc["included"]}
     assert by_path["keep.md"]["truncated"] is False
     assert by_path["log.txt"]["truncated"] is True and by_path["log.txt"]["strategy"] == "start"
     excluded = {e["path"]: e for e in doc["excluded"]}
-    assert excluded["extra.md"]["reason"] == "over budget; lowest priority in its layer"
+    assert excluded["extra.md"]["reason"].startswith(
+        "over the working set's effective budget (600 tokens, 0 left for "
+    )
+    assert excluded["extra.md"]["reason"].endswith("); priority 0.1 too low")
     text = message_text(ctx)
     assert "line 399 of the log" in text and "line 0 of the log" not in text
+
+
+def test_the_context_budget_still_cuts_the_working_set_first(
+    workspace, assembler, config_for, write
+):
+    write(workspace, "working-set.yml", "budget:\n  effective: 5000\nfiles:\n  - path: log.txt\n")
+    write(workspace, "log.txt", "".join(f"line {i} of the log\n" for i in range(400)))
+    a = assembler(config_for(workspace, working_set="working-set.yml"))
+    whole = a.assemble(a.request("go"))
+    assert whole.report.blocks[-3].id == "working-set:log.txt"
+    small = a.assemble(a.request("go", max_tokens=whole.token_budget.used.total - 500))
+    log = next(b for b in small.report.blocks if b.id == "working-set:log.txt")
+    assert log.status == "truncated" and log.tokens <= log.original_tokens - 500
 
 
 def test_refused_files_are_excluded_with_a_reason_and_a_warning(
@@ -312,11 +332,15 @@ def test_never_strategy_refuses_a_file_too_large_to_fit(tmp_path):
         ("end", "0\n1\n2\n[… 7 more lines not shown …]"),
         ("start", "[… 7 earlier lines not shown …]\n7\n8\n9\n"),
         ("middle", "0\n1\n[… 7 more lines not shown …]\n9\n"),
+        ("end", "0\n1\n2\n3\n4\n5\n6\n7\n8\n[… 1 more line not shown …]"),
+        ("start", "[… 1 earlier line not shown …]\n1\n2\n3\n4\n5\n6\n7\n8\n9\n"),
     ],
 )
 def test_max_lines_limits_by_strategy(tmp_path, strategy, expected):
     (tmp_path / "f.txt").write_text("".join(f"{i}\n" for i in range(10)), "utf-8")
-    assert files.read_text(tmp_path, "f.txt", strategy=strategy, max_lines=3).text == expected
+    max_lines = 9 if "1 " in expected else 3
+    got = files.read_text(tmp_path, "f.txt", strategy=strategy, max_lines=max_lines)
+    assert got.text == expected
 
 
 def test_not_utf8_is_refused(tmp_path):
@@ -334,6 +358,9 @@ def test_partial_read_is_reported_as_truncated(workspace, assembler, config_for,
     entry = next(b for b in ctx.report.blocks if b.path == "f.txt")
     assert entry.status == "truncated"
     assert entry.reason == "2 lines over max_lines 2 cut"
+    write(workspace, "working-set.yml", "files:\n  - path: f.txt\n    max_lines: 3\n")
+    entry = next(b for b in a.assemble(a.request("go")).report.blocks if b.path == "f.txt")
+    assert entry.reason == "1 line over max_lines 3 cut"
 
 
 def test_malformed_manifest_fails_the_assembly_with_line_and_key(
@@ -378,3 +405,64 @@ def test_cli_report_shows_the_working_set(workspace, tmp_path, write, setup_ws):
         "tokens": 0,
         "reason": "refused: '..' is refused: paths must stay inside the workspace root",
     }
+
+
+def _file_report(ctx, path):  # type: ignore[no-untyped-def]
+    return next(b for b in ctx.report.blocks if b.path == path)
+
+
+def test_a_file_cut_by_max_lines_reports_its_tokens_before_the_cut_and_the_rule(
+    workspace, assembler, config_for, write
+):
+    lines = "".join(f"def step_{i}(): return {i}\n" for i in range(120))
+    write(workspace, "a.py", lines)
+    write(workspace, "b.py", lines)
+    write(
+        workspace,
+        "working-set.yml",
+        "files:\n  - path: a.py\n    max_lines: 10\n  - path: b.py\n",
+    )
+    a = assembler(config_for(workspace, working_set="working-set.yml"))
+    ctx = a.assemble(a.request("go"))
+    cut, whole = _file_report(ctx, "a.py"), _file_report(ctx, "b.py")
+    assert cut.status == "truncated" and cut.strategy == "max_lines"
+    # the same text uncut, under a name of the same length, costs what a.py had before
+    assert cut.original_tokens == whole.tokens > 5 * cut.tokens
+    entry = next(
+        e for e in report_document(ctx)["assembly_report"]["included"] if e["path"] == "a.py"
+    )
+    assert entry["original_tokens"] == cut.original_tokens and entry["strategy"] == "max_lines"
+    layer = next(lr for lr in ctx.report.layers if lr.layer == "working_set")
+    members = [b for b in ctx.report.blocks if b.layer == "working_set"]
+    assert layer.original_tokens == sum(b.original_tokens for b in members)
+
+
+def test_a_file_cut_by_max_lines_and_then_the_budget_names_both_rules(
+    workspace, assembler, config_for, write
+):
+    write(workspace, "a.py", "".join(f"def step_{i}(): return {i}\n" for i in range(120)))
+    write(
+        workspace,
+        "working-set.yml",
+        "budget:\n  effective: 60\nfiles:\n  - path: a.py\n    max_lines: 40\n",
+    )
+    # read whole (60 tokens × 100 bytes), cut to 40 lines, then to 60 tokens by the fill
+    a = assembler(config_for(workspace, working_set="working-set.yml", bytes_per_token=100))
+    cut = _file_report(a.assemble(a.request("go")), "a.py")
+    assert cut.strategy == "max_lines+end" and cut.tokens <= 60 < cut.original_tokens
+
+
+def test_a_large_file_read_in_part_reports_an_estimate_of_its_size(
+    workspace, assembler, config_for, write
+):
+    write(workspace, "log.txt", "".join(f"line {i} of the log\n" for i in range(5000)))
+    write(
+        workspace,
+        "working-set.yml",
+        "budget:\n  effective: 500\nfiles:\n  - path: log.txt\n    truncate_strategy: start\n",
+    )
+    a = assembler(config_for(workspace, working_set="working-set.yml"))
+    cut = _file_report(a.assemble(a.request("go")), "log.txt")
+    assert cut.strategy == "start" and cut.details["cut_before_fit"]["estimated"] is True
+    # 5000 lines of about 6 tokens each; only 500 tokens' worth were ever read
+    assert 20_000 < cut.original_tokens < 40_000 and cut.tokens <= 500

@@ -47,8 +47,12 @@ def test_example_assembles_in_the_designed_order_with_its_report():
     assert "FAILED: configuration check failed" in text  # the log keeps its end
     doc = report_document(ctx)["assembly_report"]
     log = next(e for e in doc["included"] if e["path"] == "tool/terminal/log-latest.txt")
-    assert log["truncated"] is True
-    assert doc["budget"]["max"] == 8000  # the manifest's effective budget
+    assert log["truncated"] is True and log["strategy"] == "max_lines"
+    assert log["original_tokens"] > 2 * log["tokens"]  # 123 lines before max_lines kept 40
+    # the manifest's effective budget caps the working-set files, not the context
+    assert doc["budget"]["max"] == ctx.token_budget.available > 8000
+    files = [b for b in ctx.report.blocks if b.layer in ("working_set", "working_set_system")]
+    assert sum(b.tokens for b in files) <= 8000
     assert ctx.report.warnings == ()
 
 

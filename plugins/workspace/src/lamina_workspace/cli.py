@@ -9,7 +9,7 @@ import click
 
 from lamina import LaminaError, load_config
 from lamina_workspace.beneath import FileRefused, open_regular
-from lamina_workspace.files import read_open
+from lamina_workspace.files import plural, read_open
 from lamina_workspace.manifest import read_manifest
 from lamina_workspace.settings import NAME
 from lamina_workspace.updates import Actor, apply_updates, parse_actions
@@ -48,7 +48,8 @@ def check(config_path: str | None) -> None:
         manifest = read_manifest(ws.root, ws.manifest)
     except LaminaError as exc:
         _fail(exc)
-    click.echo(f"{ws.shown}: valid ({manifest.protocol}, {len(manifest.files)} files)")
+    n = len(manifest.files)
+    click.echo(f"{ws.shown}: valid ({manifest.protocol}, {n} {plural(n, 'file')})")
     for f in manifest.files:
         click.echo(f"  {f.priority:.2f} {f.role:<9} {f.truncate_strategy:<6} {f.path}")
 

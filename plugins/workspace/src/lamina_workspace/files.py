@@ -21,22 +21,29 @@ from lamina_workspace.beneath import FileRefused, open_regular
 
 #: How much of a file is sniffed for NUL bytes before it is read.
 SNIFF_BYTES = 8192
-HEAD_MARKER = "[… {n} more lines not shown …]"
-TAIL_MARKER = "[… {n} earlier lines not shown …]"
+HEAD_MARKER = "[… {n} more {lines} not shown …]"
+TAIL_MARKER = "[… {n} earlier {lines} not shown …]"
 PARTIAL_HEAD = "[… rest of the file ({size} bytes in all) not read …]"
 PARTIAL_TAIL = "[… start of the file ({size} bytes in all) not read …]"
 PARTIAL_MIDDLE = "[… middle of the file ({size} bytes in all) not read …]"
 
 
+def plural(n: int, noun: str) -> str:
+    """``noun`` for ``n`` of it: ``1 line``, ``2 lines`` (nouns here take an ``s``)."""
+    return noun if n == 1 else f"{noun}s"
+
+
 @frozen(kw_only=True)
 class FileText:
-    """Text read from a file: whether only part was read, and how big the file is."""
+    """Text read from a file: whether only part was read, and how big the file is.
+    ``uncut`` is the text as read before ``max_lines`` cut it (``None`` when it did not)."""
 
     text: str
     size: int
     partial: bool = False
     lines_omitted: int = 0
     sha256: str = ""
+    uncut: str | None = None
 
 
 def _decode(data: bytes, shown: str, *, head_cut: bool, tail_cut: bool) -> str:
@@ -107,8 +114,15 @@ def read_open(
     except OSError as exc:
         raise FileRefused(shown, f"cannot read: {exc.strerror}") from exc
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    text, omitted = _limit_lines(text, max_lines, strategy, shown)
-    return FileText(text=text, size=size, partial=partial, lines_omitted=omitted, sha256=digest)
+    cut, omitted = _limit_lines(text, max_lines, strategy, shown)
+    return FileText(
+        text=cut,
+        size=size,
+        partial=partial,
+        lines_omitted=omitted,
+        sha256=digest,
+        uncut=text if omitted else None,
+    )
 
 
 def _read_part(f: BinaryIO, size: int, max_bytes: int, strategy: str, shown: str) -> str:
@@ -146,17 +160,21 @@ def _limit_lines(text: str, max_lines: int | None, strategy: str, shown: str) ->
             "truncate_strategy is never",
         )
     if strategy == "start":
-        return TAIL_MARKER.format(n=omitted) + "\n" + "".join(lines[-max_lines:]), omitted
+        return TAIL_MARKER.format(n=omitted, lines=plural(omitted, "line")) + "\n" + "".join(
+            lines[-max_lines:]
+        ), omitted
     if strategy == "middle":
         head_n = (max_lines + 1) // 2
         tail_n = max_lines - head_n
         tail = "".join(lines[len(lines) - tail_n :]) if tail_n else ""
         head = "".join(lines[:head_n])
         sep = "" if head.endswith("\n") else "\n"
-        return head + sep + HEAD_MARKER.format(n=omitted) + "\n" + tail, omitted
+        return head + sep + HEAD_MARKER.format(
+            n=omitted, lines=plural(omitted, "line")
+        ) + "\n" + tail, omitted
     head = "".join(lines[:max_lines])
     sep = "" if head.endswith("\n") else "\n"
-    return head + sep + HEAD_MARKER.format(n=omitted), omitted
+    return head + sep + HEAD_MARKER.format(n=omitted, lines=plural(omitted, "line")), omitted
 
 
 class TextCache:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from lamina_workspace.beneath import FileRefused, open_regular
+from lamina_workspace.files import plural
 from lamina_workspace.manifest import Manifest, read_manifest
 from lamina_workspace.updates import Change, apply_updates
 from lamina_workspace.where import Workspace
@@ -60,7 +61,7 @@ def remove_old_tool_outputs(
         {
             "action": "remove_from_working_set",
             "path": p,
-            "why": f"old tool output ({keep} newer ones kept)",
+            "why": f"old tool output ({keep} newer {plural(keep, 'one')} kept)",
         }
         for p in old
     ]
@@ -116,7 +117,7 @@ def demote_unused(
                     "action": "adjust_priority",
                     "path": f.path,
                     "priority": max(floor, f.priority - by),
-                    "why": f"not used for {idle} turns",
+                    "why": f"not used for {idle} {plural(idle, 'turn')}",
                 }
             )
     return apply_updates(ws, actions, actor="orchestrator", now=now)

@@ -24,6 +24,7 @@ from lamina import (
 )
 from lamina_workspace.beneath import printable
 from lamina_workspace.cli import working_set
+from lamina_workspace.fill import faithful_report, fill
 from lamina_workspace.manifest import read_manifest
 from lamina_workspace.settings import NAME, Settings
 from lamina_workspace.system_prompt import RUNTIME_LAYER, SystemSources
@@ -134,7 +135,7 @@ def _working_set_provider() -> LayerProvider:
                 path=shown,
             )
             ctx.warn(f"working set {ws.manifest_path}: {shown} refused: {ex.reason}")
-        yield from ws.blocks
+        yield from fill(ctx, ws)
 
     return LayerProvider(
         name="working-set",
@@ -165,8 +166,10 @@ def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> list[Lay
 
 @lamina.hookimpl(wrapper=True)
 def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledContext]:
-    """Read the working set before the pipeline runs, so its budget can cap the request; the
-    provider then yields its blocks and reports the files it refused."""
+    """Read the working set before the pipeline runs (no file is read further than its budget
+    could use); the provider then yields its blocks within the manifest's ``effective``
+    budget and reports the files it refused or left out. Afterwards the report shows what
+    files cut while read held before the cut."""
     config = call.config
     settings = call.settings(NAME)
     if not isinstance(settings, Settings) or settings.working_set is None:
@@ -186,13 +189,9 @@ def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledCo
         max_bytes=min(settings.max_read_bytes, limit * settings.bytes_per_token),
         plugin=NAME,
     )
-    changes: dict[str, Any] = {"metadata": {**request.metadata, WORKING_SET_KEY: found}}
-    if cap is not None:
-        caps = [c for c in (cap, request.max_tokens, config.budget.max_tokens) if c is not None]
-        changes["max_tokens"] = min(caps)
-    call.request = evolve(request, **changes)
+    call.request = evolve(request, metadata={**request.metadata, WORKING_SET_KEY: found})
     done: AssembledContext = yield
-    return done
+    return faithful_report(done)
 
 
 @lamina.hookimpl

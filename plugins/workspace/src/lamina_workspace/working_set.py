@@ -15,7 +15,7 @@ from attrs import field, frozen
 
 from lamina import Block, Provenance
 from lamina_workspace.beneath import FileRefused
-from lamina_workspace.files import FileText, read_text
+from lamina_workspace.files import FileText, plural, read_text
 from lamina_workspace.manifest import FileEntry, Manifest
 
 LAYER = "working_set"
@@ -40,10 +40,16 @@ class Excluded:
 
 @frozen(kw_only=True)
 class Partial:
-    """A file read only in part (large file or max_lines)."""
+    """A file read only in part (large file or max_lines): ``by`` names the rule that cut it
+    (``max_lines``, or the file's truncate strategy when only part of a large file was read);
+    ``uncut`` is the text before ``max_lines`` cut it, ``scale`` the file's size over the
+    bytes read (above 1 when part of the file was never read)."""
 
     entry: FileEntry
     note: str
+    by: str
+    uncut: str
+    scale: float = 1.0
 
 
 @frozen(kw_only=True)
@@ -93,10 +99,23 @@ def build_working_set(
         if read.partial:
             notes.append(f"only part of its {read.size} bytes read ({entry.truncate_strategy})")
         if read.lines_omitted:
-            notes.append(f"{read.lines_omitted} lines over max_lines {entry.max_lines} cut")
+            omitted = read.lines_omitted
+            notes.append(
+                f"{omitted} {plural(omitted, 'line')} over max_lines {entry.max_lines} cut"
+            )
         note = "; ".join(notes) or None
         if note:
-            partial.append(Partial(entry=entry, note=note))
+            uncut = read.text if read.uncut is None else read.uncut
+            read_bytes = max(1, len(uncut.encode("utf-8", "surrogatepass")))
+            partial.append(
+                Partial(
+                    entry=entry,
+                    note=note,
+                    by="max_lines" if read.lines_omitted else entry.truncate_strategy,
+                    uncut=uncut,
+                    scale=max(1.0, read.size / read_bytes) if read.partial else 1.0,
+                )
+            )
         hashes[entry.path] = read.sha256
         # The formatter puts its own line break before the closing tag.
         text = read.text[:-1] if read.text.endswith("\n") else read.text
