@@ -41,6 +41,7 @@ DATA = Path(
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
+    "defaults without the model": {"embedder": "none"},
     "bm25 (rrf_k 60)": {"embedder": "none", "neighbours": 0, "rrf_k": 60},
     "bm25": {"embedder": "none", "neighbours": 0},
     "bm25+neighbours": {"embedder": "none", "neighbours": 1},
@@ -48,12 +49,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fusion+neighbours": {"embedder": "minilm", "neighbours": 1},
 }
 #: The settings ``--cv`` chooses among (dense on: the default whenever the model is present).
-GRID: list[dict[str, Any]] = [
-    {"embedder": "minilm", "neighbours": n, "rrf_k": k, "dense_weight": w}
-    for n in (0, 1, 2)
-    for k in (5, 20, 60)
-    for w in (1.0, 1.5)
-]
+#: ``--grid fusion``: neighbours × RRF's k × the dense weight (neighbours at half the score);
+#: ``--grid neighbours``: how many neighbours and what share of the hit's score they get.
+GRIDS: dict[str, list[dict[str, Any]]] = {
+    "fusion": [
+        {"embedder": "minilm", "neighbours": n, "rrf_k": k, "dense_weight": w}
+        for n in (0, 1, 2)
+        for k in (5, 20, 60)
+        for w in (1.0, 1.5)
+    ],
+    "neighbours": [
+        {"embedder": "minilm", "neighbours": n, "neighbour_weight": nw}
+        for n in (1, 2, 3)
+        for nw in (0.5, 0.7, 0.9)
+    ],
+}
 
 
 def load() -> list[dict[str, Any]]:
@@ -291,11 +301,14 @@ def label(setting: dict[str, Any]) -> str:
 
 
 def cross_validate(
-    samples: list[dict[str, Any]], embedded: dict[str, list[Chunk]] | None, budget: int
+    samples: list[dict[str, Any]],
+    embedded: dict[str, list[Chunk]] | None,
+    budget: int,
+    grid: list[dict[str, Any]],
 ) -> None:
     """Choose settings on three conversations, report them on the other three, both ways.
 
-    Every setting of ``GRID`` runs once on all six; a fold picks the best mean recall on its
+    Every setting of ``grid`` runs once on all six; a fold picks the best mean recall on its
     tuning half (the first in grid order on a tie) and reports that setting on the held-out
     half, which played no part in the choice.
     """
@@ -304,7 +317,7 @@ def cross_validate(
     halves = (ids[:half], ids[half:])
     results = []
     print(f"{'setting':52s} {'+'.join(halves[0]):>24s} {'+'.join(halves[1]):>24s}   all six")
-    for setting in GRID:
+    for setting in grid:
         r = run_variant(label(setting), setting, samples, embedded, budget)
         scores = [_mean(r, h) for h in halves]
         results.append((setting, scores))
@@ -338,6 +351,7 @@ def main() -> None:
         action="store_true",
         help="cross-validate the settings: tune on three conversations, report on the other three",
     )
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="fusion", help="the --cv grid")
     args, _unknown = ap.parse_known_args()  # `./dev bench ARGS` passes every script the same args
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     samples = load()
@@ -363,7 +377,7 @@ def main() -> None:
             flush=True,
         )
     if args.cv:
-        cross_validate(samples, embedded, args.budget)
+        cross_validate(samples, embedded, args.budget, GRIDS[args.grid])
     if args.latency:
         for dense in (False, True):
             r2 = latency(samples, dense)

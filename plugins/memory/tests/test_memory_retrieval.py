@@ -312,3 +312,17 @@ def test_selection_never_exceeds_the_budget_and_loses_nothing(
     assert not {c.key for c in sel.chosen} & {c.key for c in sel.overflow}
     # anything left over was too big for what remained
     assert all(size[c.key] > budget - sel.used for c in sel.overflow)
+
+
+def test_neighbour_weight_sets_the_neighbours_share_of_the_score() -> None:
+    chunks = [
+        Chunk(id="1", text="A: what are you reading", session="x"),
+        Chunk(id="2", text="B: a novel about whales", session="x"),
+        Chunk(id="3", text="A: sounds great", session="x"),
+        Chunk(id="4", text="B: lovely", session="x"),
+    ]
+    s = snap(chunks=chunks)
+    found = source_semantic(s, query(s, "whales novel", neighbours=2, neighbour_weight=0.8))
+    assert {c.source_id: c.relevance for c in found} == pytest.approx(
+        {"2": 1.0, "1": 0.8, "3": 0.8, "4": 0.4}
+    )

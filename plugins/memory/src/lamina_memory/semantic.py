@@ -85,7 +85,7 @@ def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
             for d in range(1, s.neighbours + 1):
                 for j in (i - d, i + d):
                     if 0 <= j < n and mask[j] and chunks[j].session == c.session:
-                        near = chosen[i] * 0.5 / d
+                        near = chosen[i] * s.neighbour_weight / d
                         if near > chosen.get(j, 0.0):
                             chosen[j] = near
     out = []

@@ -90,6 +90,8 @@ class Settings:
     dense_weight: float = field(default=1.0, validator=validators.ge(0))
     rrf_k: int = field(default=5, validator=validators.ge(1))
     neighbours: int = field(default=2, validator=validators.ge(0))
+    #: A neighbour d steps from a hit scores the hit's relevance × this / d.
+    neighbour_weight: float = field(default=0.5, validator=[validators.gt(0), validators.le(1)])
     show_dates: bool = False
     #: The Cortex draft's injection format of the whole layer, and per source.
     format: str = field(default="raw", validator=_format)
