@@ -115,6 +115,22 @@ def test_a_pinned_turns_history_is_remembered(tmp_path: Path) -> None:
 
 # -- property: remembered == fresh --------------------------------------------------------
 
+
+def blocks(reader: Ledger) -> list[tuple[str, str, int | None]]:
+    """The history's blocks as the provider makes them: id, hash and count."""
+    from lamina_ledger.blocks import summary_block, summary_key, turn_blocks
+    from lamina_ledger.settings import LedgerSettings
+
+    made = reader.history_blocks(
+        "s",
+        at_turn=None,
+        plugin="ledger",
+        summary=(summary_key(LedgerSettings()), lambda h: summary_block(h, LedgerSettings(), "x")),
+        make=lambda turn: turn_blocks(turn, "ledger"),
+    )
+    return [(b.id, b.hash, b.token_count) for b in made]
+
+
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["append", "call", "result", "compact", "read", "branch"]),
@@ -157,6 +173,7 @@ def test_the_remembered_history_always_equals_a_fresh_read(ops: list[tuple[str, 
             for reader in writers:
                 with Ledger.open(db, readonly=True) as fresh:
                     assert reader.history("s") == fresh.history("s")
+                    assert blocks(reader) == blocks(fresh)
         for w in writers:
             w.close()
     finally:

@@ -30,6 +30,8 @@ class Entry:
     head: str | None
     history: History
     blocks: dict[tuple[str, str], tuple[Block, ...]] = field(factory=dict)
+    #: The whole block list by (plugin, summary key), with how many turns it covers.
+    flat: dict[tuple[str, str], tuple[int, list[Block]]] = field(factory=dict)
     _calls: frozenset[str] | None = None
 
     def calls(self) -> frozenset[str]:
@@ -46,6 +48,11 @@ class Entry:
 
     def turns(self) -> dict[str, Turn]:
         return {t.id: t for t in self.history.turns}
+
+    def hand_over(self, entry: Entry) -> None:
+        """Give ``entry`` (this history with turns appended) the blocks made so far."""
+        entry.blocks, entry.flat = self.blocks, self.flat
+        self.blocks, self.flat = {}, {}
 
     def carried(self, history: History) -> dict[tuple[str, str], tuple[Block, ...]]:
         """The blocks still good for ``history``: those of turns it still holds."""
@@ -94,20 +101,25 @@ def cached_blocks(
     make: Callable[[Turn], Sequence[Block]],
 ) -> list[Block]:
     """The history's blocks, each turn's made once per plugin and kept on ``entry``;
-    ``summary`` is the summary block's maker and what it depends on besides the compaction."""
-    out: list[Block] = []
-    compaction = entry.history.compaction
-    if compaction is not None:
-        key = (plugin, f"{compaction.turn_id}\x00{summary[0]}")
-        found = entry.blocks.get(key)
-        if found is None:
-            made = summary[1]()
-            found = entry.blocks[key] = (made,) if made is not None else ()
-        out += found
-    for turn in entry.history.turns:
+    ``summary`` is the summary block's maker and what it depends on besides the compaction.
+    The whole list is kept too, and a history that grew is only appended to."""
+    turns = entry.history.turns
+    covered, out = entry.flat.get((plugin, summary[0]), (0, []))
+    if not covered:
+        out = []
+        compaction = entry.history.compaction
+        if compaction is not None:
+            key = (plugin, f"{compaction.turn_id}\x00{summary[0]}")
+            found = entry.blocks.get(key)
+            if found is None:
+                made = summary[1]()
+                found = entry.blocks[key] = (made,) if made is not None else ()
+            out += found
+    for turn in turns[covered:]:
         key = (plugin, turn.id)
         found = entry.blocks.get(key)
         if found is None:
             found = entry.blocks[key] = tuple(make(turn))
         out += found
-    return out
+    entry.flat[(plugin, summary[0])] = (len(turns), out)
+    return list(out)

@@ -216,7 +216,11 @@ class LedgerReader:
         history = extended or self._read(session, head, self.cache.known(session))
         entry = Entry(version=version, head=head, history=history)
         if old is not None:
-            entry.blocks = old.carried(history)
+            grown = old.history.turns == history.turns[: len(old.history.turns)]
+            if extended is not None and grown:
+                old.hand_over(entry)  # the old history is a prefix: its block list grows
+            else:
+                entry.blocks = old.carried(history)
         self.cache.put(key, entry)
         return entry
 
