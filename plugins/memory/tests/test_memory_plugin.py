@@ -305,6 +305,38 @@ def test_import_files_load_on_first_use(tmp_path: Path) -> None:
     memory_plugin.service_for(asm.config).close()  # type: ignore[union-attr]
 
 
+def test_every_import_file_loads_and_is_embedded(tmp_path: Path) -> None:
+    from lamina_memory.embedders import register_embedder
+    from lamina_memory.store import open_store
+
+    class Unit:
+        name, dim = "unit2", 2
+
+        def embed(self, texts: Any) -> Any:
+            import numpy as np
+
+            return np.tile(np.float32([0.6, 0.8]), (len(texts), 1))
+
+    register_embedder("unit2", lambda options: Unit())
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text(
+            json.dumps({"kind": "chunk", "id": name, "text": f"note {name}"}) + "\n"
+        )
+    (tmp_path / "lamina.toml").write_text(
+        'model = "gpt-4o"\n[plugins.memory]\nstore = "sqlite:///mem.db"\nembedder = "unit2"\n'
+        'import_files = ["a.jsonl", "b.jsonl"]\n'
+    )
+    from lamina import load_config
+
+    asm = make_assembler(load_config(tmp_path / "lamina.toml"), plugins=[("memory", memory_plugin)])
+    asm.assemble(asm.request("note"))
+    asm.close()
+    memory_plugin.service_for(asm.config).close()  # type: ignore[union-attr]
+    store = open_store("sqlite:///mem.db", root=tmp_path)
+    assert {c.id: c.embedding is not None for c in store.chunks()} == {"a": True, "b": True}
+    store.close()
+
+
 def test_ttl_cache_serves_repeats_and_expires(make: Any) -> None:
     asm, svc = make({"cache_ttl": 10})
     fill(svc)

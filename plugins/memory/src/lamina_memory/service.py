@@ -115,10 +115,11 @@ class MemoryService:
     def store(self) -> Store:
         with self._lock:
             if self._store is None:
-                self._store = open_store(self.settings.store, root=self.config.root)
-                for f in self.settings.import_files:
-                    if self._store.version() == 0:
-                        self._store.add(load_file(self.config.resolve(f)))
+                store = self._store = open_store(self.settings.store, root=self.config.root)
+                if self.settings.import_files and store.version() == 0:  # every file, embedded
+                    for f in self.settings.import_files:
+                        items, _ = self._embedded(load_file(self.config.resolve(f)), True)
+                        store.add(items)
             return self._store
 
     @property
