@@ -203,3 +203,16 @@ def test_loopback_needs_no_token_and_elsewhere_does():
     require_token_off_loopback("0.0.0.0", TOKEN)
     with pytest.raises(ConfigError, match="refusing to listen on 0.0.0.0"):
         require_token_off_loopback("0.0.0.0", None)
+
+
+def test_the_listening_socket_names_tcp_so_each_connection_gets_no_delay(config):
+    """asyncio sets TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP; without it a
+    reply's headers and body wait on Nagle and delayed ACKs (about 40 ms a request)."""
+    from lamina.serve.command import _prepare
+
+    server, sock = _prepare(config, "127.0.0.1", 0, None, None, 1 << 20)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert server.config.lifespan == "on"
+    finally:
+        sock.close()

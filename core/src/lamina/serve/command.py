@@ -113,7 +113,9 @@ def _prepare(
         service = Service(assembler, store)
         service.warm()
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP named, so asyncio sets TCP_NODELAY on each connection (it checks the
+        # protocol): without it a reply's headers and body meet Nagle and delayed ACKs (40 ms).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host.strip("[]"), port))
