@@ -28,6 +28,8 @@ from lamina_workspace.fill import faithful_report, fill
 from lamina_workspace.manifest import read_manifest
 from lamina_workspace.settings import NAME, Settings
 from lamina_workspace.system_prompt import RUNTIME_LAYER, SystemSources
+from lamina_workspace.tools import WORKING_SET_TOOLS
+from lamina_workspace.turn_loop import TurnLoop, TurnUpdates
 from lamina_workspace.where import workspace_of
 from lamina_workspace.working_set import (
     LAYER,
@@ -135,6 +137,8 @@ def _working_set_provider() -> LayerProvider:
                 path=shown,
             )
             ctx.warn(f"working set {ws.manifest_path}: {shown} refused: {ex.reason}")
+        for warning in ws.warnings:
+            ctx.warn(f"working set {ws.manifest_path}: {warning}")
         yield from fill(ctx, ws)
 
     return LayerProvider(
@@ -166,16 +170,19 @@ def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> list[Lay
 
 @lamina.hookimpl(wrapper=True)
 def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledContext]:
-    """Read the working set before the pipeline runs (no file is read further than its budget
-    could use); the provider then yields its blocks within the manifest's ``effective``
-    budget and reports the files it refused or left out. Afterwards the report shows what
-    files cut while read held before the cut."""
+    """The working set around the pipeline: the turn loop's rules run first (when enabled),
+    then the manifest is read (no file further than its budget could use) for the provider,
+    which yields the files within the manifest's ``effective`` budget; the working-set tools
+    are offered when enabled. Afterwards the latest reply's references are bumped and the
+    report shows what files cut while read held before the cut."""
     config = call.config
     settings = call.settings(NAME)
     if not isinstance(settings, Settings) or settings.working_set is None:
         result: AssembledContext = yield
         return result
     ws = workspace_of(config, settings)
+    loop = TurnLoop(ws, settings.orchestrator) if settings.orchestrator.enabled else None
+    before = loop.before(call.request) if loop else TurnUpdates()
     manifest = read_manifest(ws.root, ws.manifest)
     request = call.request
     cap = manifest.budget.effective if manifest.budget else None
@@ -189,8 +196,16 @@ def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledCo
         max_bytes=min(settings.max_read_bytes, limit * settings.bytes_per_token),
         plugin=NAME,
     )
-    call.request = evolve(request, metadata={**request.metadata, WORKING_SET_KEY: found})
+    found = evolve(found, warnings=before.warnings)
+    changes: dict[str, Any] = {"metadata": {**request.metadata, WORKING_SET_KEY: found}}
+    if settings.tools:
+        offered = {t.name for t in request.tools}
+        extra = tuple(t for t in WORKING_SET_TOOLS if t.name not in offered)
+        changes["tools"] = (*request.tools, *extra)
+    call.request = evolve(request, **changes)
     done: AssembledContext = yield
+    if loop is not None:
+        loop.after(request, done.history)
     return faithful_report(done)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from attrs import field, frozen, validators
+from attrs import Attribute, field, frozen, validators
 
 from lamina import inert_without_section
 
@@ -44,6 +44,30 @@ class BootSettings:
     tool_contract: str | None = "All calls require `why`"
 
 
+def _unit(_inst: object, attr: Attribute[float], value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{attr.name} must be within 0.0..1.0, got {value!r}")
+
+
+@frozen(kw_only=True)
+class OrchestratorSettings:
+    """The working-set protocol's orchestrator-initiated updates, run once per turn from the
+    assembly: new files under ``tool_outputs`` added (all but the ``keep_tool_outputs``
+    newest aged out), files the event or the last reply names bumped, files unused for
+    ``demote_after_turns`` turns demoted."""
+
+    enabled: bool = False
+    tool_outputs: str | None = "tool"
+    tool_output_priority: float = field(default=0.3, validator=_unit)
+    keep_tool_outputs: int = field(default=3, validator=validators.ge(0))
+    bump_by: float = field(default=0.1, validator=_unit)
+    bump_ceiling: float = field(default=1.0, validator=_unit)
+    demote_after_turns: int = field(default=5, validator=validators.ge(0))
+    demote_by: float = field(default=0.1, validator=_unit)
+    demote_floor: float = field(default=0.1, validator=_unit)
+    state: str = ".lamina/working-set.state.json"
+
+
 @inert_without_section
 @frozen(kw_only=True)
 class Settings:
@@ -72,3 +96,5 @@ class Settings:
     max_read_bytes: int = field(default=1024 * 1024, validator=validators.gt(0))
     bytes_per_token: int = field(default=8, validator=validators.gt(0))
     boot: BootSettings = field(factory=BootSettings)
+    tools: bool = False
+    orchestrator: OrchestratorSettings = field(factory=OrchestratorSettings)

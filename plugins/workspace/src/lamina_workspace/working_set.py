@@ -62,6 +62,8 @@ class WorkingSet:
     excluded: tuple[Excluded, ...] = ()
     partial: tuple[Partial, ...] = ()
     hashes: dict[str, str] = field(factory=dict)
+    #: What the turn loop's rules could not do this turn, for the report.
+    warnings: tuple[str, ...] = ()
 
 
 def ordered(files: tuple[FileEntry, ...]) -> list[FileEntry]:
