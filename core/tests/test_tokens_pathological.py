@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from lamina import Block, Message, ToolCallPart, ToolResultPart, count_parts
 from lamina.testing import StaticProvider, make_assembler
-from lamina.tokens import TiktokenTokenizer, cut_blank_runs, load_encoding
+from lamina.tokens import ORDINARY_LIMIT, TiktokenTokenizer, cut_blank_runs, load_encoding
 from lamina.truncation import truncate_end, truncate_middle, truncate_start
 
 ENCODINGS = ("o200k_base", "cl100k_base")
@@ -61,6 +61,16 @@ def test_a_million_spaces_count_exactly(name: str) -> None:
 def test_other_long_blank_runs_count_exactly(text: str) -> None:
     tok = TiktokenTokenizer("o200k_base")
     assert tok.count(text) == len(reference_ids("o200k_base", text))
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_the_fast_path_has_room_to_spare(name: str) -> None:
+    """Texts shorter than ``ORDINARY_LIMIT`` take tiktoken's ``encode_ordinary``, which panics
+    where its regex fails: this tiktoken still splits a run twice that long."""
+    text = "|" + " " * (2 * ORDINARY_LIMIT) + "|"
+    assert len(load_encoding(name)._core_bpe.encode_ordinary(text)) == len(
+        reference_ids(name, text)
+    )
 
 
 BLANKS = " \t\u3000\xa0"
@@ -106,6 +116,9 @@ def test_text_tiktoken_cannot_encode_is_charged_one_token_per_byte(
 
     class Failing:
         def encode(self, text: str, allowed: object) -> list[int]:
+            raise ValueError("Regex error while tokenizing")
+
+        def encode_ordinary(self, text: str) -> list[int]:
             raise ValueError("Regex error while tokenizing")
 
     monkeypatch.setattr(tok, "_core", Failing())

@@ -35,6 +35,7 @@ __all__ = [
     "BLANK_RUN",
     "CACHE_HASHES",
     "ENCODING_HASHES",
+    "ORDINARY_LIMIT",
     "CheckedTokenizer",
     "EstimateTokenizer",
     "TiktokenTokenizer",
@@ -271,6 +272,8 @@ def load_encoding(name: str) -> tiktoken.Encoding:
 _BLANKS = "\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 #: Runs of blanks at least this long are cut out when tiktoken cannot encode a text.
 BLANK_RUN = 4096
+#: Texts shorter than this hold no blank run the regex fails on (a quarter of the shortest).
+ORDINARY_LIMIT = 250_000
 #: sha256 of each pattern the reasoning above holds for, and whether a run ending the text
 #: is a piece of its own.
 _CUTTABLE = {
@@ -355,6 +358,8 @@ class TiktokenTokenizer:
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
         try:
+            if len(text) < ORDINARY_LIMIT:
+                return len(self._core.encode_ordinary(text))
             return len(self._core.encode(text, _NO_SPECIAL))
         except ValueError:  # a lone surrogate, or text the regex cannot split
             return sum(map(len, self._segments(text)))
@@ -378,7 +383,7 @@ class TiktokenTokenizer:
         """The tokens of ``text``: lone surrogates count as U+FFFD (one for one, so offsets
         stay the caller's), long blank runs are cut out when the regex fails on them."""
         try:
-            return [self._core.encode(text, _NO_SPECIAL)]
+            return [self._ids(text)]
         except UnicodeEncodeError:
             return self._segments(_SURROGATE.sub("\ufffd", text))
         except ValueError:
@@ -392,12 +397,21 @@ class TiktokenTokenizer:
                 at_end=_CUTTABLE[pattern],
             )
 
+    def _ids(self, text: str) -> list[int]:
+        """tiktoken's ids; ``ValueError`` for a lone surrogate or text its regex cannot split.
+        ``encode_ordinary`` is faster (no search for special tokens) but panics where the
+        regex fails, which text shorter than ``ORDINARY_LIMIT`` cannot make it do."""
+        if len(text) < ORDINARY_LIMIT:
+            ids: list[int] = self._core.encode_ordinary(text)
+        else:
+            ids = self._core.encode(text, _NO_SPECIAL)
+        return ids
+
     def _encode_or_bytes(self, text: str) -> Segment:
         try:
-            ids: list[int] = self._core.encode(text, _NO_SPECIAL)
+            return self._ids(text)
         except ValueError:
             return text.encode("utf-8")
-        return ids
 
 
 @define
@@ -511,7 +525,13 @@ class TokenCounter:
             with self._lock:
                 self.hits += 1
             return cached
-        value = self._cache.setdefault(cache_key, self.checked.count(text))
+        try:
+            value: object = self.tokenizer.count(text)
+        except Exception:
+            value = None
+        if type(value) is not int or value < 0:  # the checked call converts or names the plugin
+            value = self.checked.count(text)
+        value = self._cache.setdefault(cache_key, value)
         with self._lock:
             self.misses += 1
         return value
