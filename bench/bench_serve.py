@@ -297,6 +297,9 @@ def main() -> None:
         }
         try:
             samples = latency(sides, args.sessions, args.turns, args.warmup)
+            service = sides["service"]
+            assert isinstance(service, Service)
+            floor = [timed(lambda: service.call("GET", "/v1/health"))[1] for _ in range(200)]
             rate = {
                 name: throughput(
                     side,
@@ -323,6 +326,7 @@ def main() -> None:
                 f"{name:<11} {kind:<9} {pct(values, 0.5):8.2f} {pct(values, 0.99):8.2f} "
                 f"{statistics.fmean(values):8.2f}"
             )
+    print(f"service    health    {pct(floor, 0.5):8.2f} {pct(floor, 0.99):8.2f} (the HTTP floor)")
     for kind in ("assemble", "record"):
         over = pct(samples["service"][kind], 0.5) - pct(samples["in-process"][kind], 0.5)
         print(f"service overhead at p50, {kind}: {over:+.2f} ms (goal: <= 2 ms)")
