@@ -127,3 +127,23 @@ def test_dense_search_uses_pgvector_and_agrees_with_the_in_memory_matrix(
     assert calls, "dense search did not go through pgvector"
     assert "bay four" in found["store"]
     assert found["store"] == found["memory"]
+
+
+def test_nearest_uses_the_hnsw_index(db_url: str) -> None:
+    store = open_store(db_url)
+    store.add([Chunk(id=f"c{i}", text=f"t{i}", embedding=(1.0, float(i), 0.5)) for i in range(50)])
+    assert [i for i, _ in store.nearest((1.0, 7.0, 0.5), 1)] == ["c7"]
+    with store.db.read():
+        store.db.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(
+            str(r[0])
+            for r in store.db.rows(
+                "EXPLAIN SELECT id FROM lamina_chunks WHERE embedding IS NOT NULL "
+                "ORDER BY embedding::vector(3) <=> '[1,7,0.5]'::vector(3) LIMIT 5"
+            )
+        )
+    assert "lamina_chunks_embedding_hnsw" in plan
+    store.close()
+    again = open_store(db_url)  # an existing store keeps (or gets) its index
+    assert [i for i, _ in again.nearest((1.0, 3.0, 0.5), 1)] == ["c3"]
+    again.close()

@@ -160,6 +160,9 @@ class SQLStore:
                     db.execute("SELECT pg_advisory_xact_lock(?)", (_PG_SCHEMA_LOCK,))
                 for statement in self.rows.schema():
                     db.execute(statement)
+                known = self._meta("dim")
+                if known is not None:
+                    self._vector_index(int(known))
         except MemoryStoreError:
             db.close()
             raise
@@ -168,6 +171,17 @@ class SQLStore:
     def indexes_vectors(self) -> bool:
         """Whether ``nearest`` asks the database's own vector index (pgvector)."""
         return self.db.dialect == "postgres"
+
+    def _vector_index(self, dim: int) -> None:
+        """On PostgreSQL, the HNSW index (cosine) that ``nearest`` searches: over the vectors
+        cast to the store's one dimension, as pgvector indexes only typed columns."""
+        if self.db.dialect != "postgres":
+            return
+        self.db.execute(
+            f"CREATE INDEX IF NOT EXISTS {self.rows.prefix}chunks_embedding_hnsw ON "
+            f"{self.rows.table('chunk')} USING hnsw ((embedding::vector({int(dim)})) "
+            "vector_cosine_ops)"
+        )
 
     def _meta(self, key: str) -> str | None:
         row = self.db.one(f"SELECT value FROM {self.rows.meta} WHERE key = ?", (key,))
@@ -224,6 +238,7 @@ class SQLStore:
             dim = check_dims(chunks, None if known is None else int(known), where)
             if dim is not None and known is None:
                 self._set_meta("dim", str(dim))
+                self._vector_index(dim)
             found = db.one(f"SELECT COALESCE(MAX(seq), 0) FROM {self.rows.table('chunk')}")
             seq = int(found[0]) if found else 0
             for m, row in zip(items, rows, strict=True):
@@ -276,14 +291,20 @@ class SQLStore:
             return self._read("pattern")
 
     def nearest(self, vector: Iterable[float], k: int) -> list[tuple[str, float]]:
-        """The ``k`` chunks closest to ``vector`` by cosine distance (pgvector ``<=>``)."""
+        """The ``k`` chunks closest to ``vector`` by cosine distance (pgvector ``<=>``, through
+        the HNSW index: approximate, as pgvector's HNSW search is)."""
         if not self.indexes_vectors:
             raise MemoryStoreError(f"{self.name}: this store has no vector index")
         v = vector_text(list(vector))
         with self.db.read():
+            known = self._meta("dim")
+            if known is None:
+                return []
+            typed = f"vector({int(known)})"
             found = self.db.rows(
-                f"SELECT id, 1 - (embedding <=> ?::vector) FROM {self.rows.table('chunk')} "
-                "WHERE embedding IS NOT NULL ORDER BY embedding <=> ?::vector, id LIMIT ?",
+                f"SELECT id, 1 - (embedding::{typed} <=> ?::{typed}) "
+                f"FROM {self.rows.table('chunk')} WHERE embedding IS NOT NULL "
+                f"ORDER BY embedding::{typed} <=> ?::{typed} LIMIT ?",
                 (v, v, k),
             )
         return [(str(r[0]), float(r[1])) for r in found]
