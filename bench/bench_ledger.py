@@ -115,7 +115,7 @@ def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, A
                     )
                     counts[id(lm)] = len(enc.encode(text, disallowed_special=()))
                     history.append(lm)
-            decoded = s.ledger.decoded
+            decoded = getattr(s.ledger, "decoded", "?")  # (a ledger before incremental reads)
     lm_med, pc_med = statistics.median(lamina_ms), statistics.median(peer_ms)
     return {
         "lamina_ms": lm_med,

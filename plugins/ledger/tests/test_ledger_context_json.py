@@ -89,3 +89,17 @@ def test_inline_images_are_recorded_by_size_not_data(tmp_path: Path) -> None:
         "mediaType": "image/png",
         "bytes": 5,
     }
+
+
+def test_a_turn_recorded_by_session_label_gets_the_last_assembled_event(tmp_path: Path) -> None:
+    """A host recording by label alone (an empty event, as a service does) gets the event the
+    session last assembled; with none assembled, nothing is made up."""
+    a = make_assembler(config(str(tmp_path / "l.db")), plugins=[("ledger", plugin)], now=NOW)
+    with a, LedgerSession(a) as s:
+        s.start("s")
+        bare = evolve(a.request("x"), event=Event(content=""))
+        turn = s.record_turn(bare, [Message.of("user", "hi")])
+        assert s.ledger.turn(turn).messages[0].context_json is None
+        s.assemble(evolve(a.request("x"), event=event()))
+        turn = s.record_turn(bare, [Message.of("user", "what is on this screenshot?")])
+        assert s.ledger.turn(turn).messages[0].context_json == EXPECTED

@@ -17,6 +17,7 @@ from lamina import (
     AssemblyRequest,
     BudgetError,
     ConfigError,
+    Event,
     Message,
     Summarizer,
     Usage,
@@ -299,7 +300,8 @@ class LedgerSession:
     def _user_context(self, request: AssemblyRequest | AssembledContext) -> dict[str, Any] | None:
         """The ``context_json`` for the turn's user message: the assembled context's own, else
         made from the request's event (injected when this session assembled it, else at the
-        event's time, else now)."""
+        event's time, else now). A request without an event (no content, attachments, hooks
+        or platform) takes the event this session last assembled for the session label."""
         label = request.session_label
         assembled = self._assembled.get(label)
         if isinstance(request, AssembledContext):
@@ -308,9 +310,14 @@ class LedgerSession:
             if assembled is None or assembled[0].event.id != request.source_event_id:
                 return None
             return event_context(assembled[0].event, assembled[1])
-        if assembled is not None and assembled[0] is request:
-            return event_context(request.event, assembled[1])
-        return event_context(request.event, request.event.time or self.assembler.clock())
+        event = request.event
+        if assembled is not None and (assembled[0].event == event or _no_event(event)):
+            # the request this session assembled, or one that carries no event of its own
+            # (a host recording a turn by session label): the event of the last assembly
+            return event_context(assembled[0].event, assembled[1])
+        if _no_event(event):
+            return None
+        return event_context(event, event.time or self.assembler.clock())
 
     def _tokenizer(self, model: str) -> MemoTokenizer:
         resolved = self.assembler.model(model)
@@ -400,6 +407,10 @@ class LedgerSession:
         except ConfigError:
             return lambda _exc: False
         return adapter.is_context_overflow
+
+
+def _no_event(event: Event) -> bool:
+    return not (event.content or event.attachments or event.hook_data or event.platform)
 
 
 def _key(request: AssemblyRequest) -> tuple[Any, ...]:
