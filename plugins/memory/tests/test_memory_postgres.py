@@ -147,3 +147,26 @@ def test_nearest_uses_the_hnsw_index(db_url: str) -> None:
     again = open_store(db_url)  # an existing store keeps (or gets) its index
     assert [i for i, _ in again.nearest((1.0, 3.0, 0.5), 1)] == ["c3"]
     again.close()
+
+
+def test_vectors_travel_in_binary(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+    from lamina_memory.db import Database
+
+    sent: list[tuple[str, tuple[Any, ...]]] = []
+    real = Database.execute
+
+    def spy(self: Database, text: str, params: Any = ()) -> Any:
+        sent.append((text, tuple(params)))
+        return real(self, text, params)
+
+    monkeypatch.setattr(Database, "execute", spy)
+    store = open_store(db_url)
+    store.add([Chunk(id="c1", text="alpha", embedding=(0.25, 0.5, 1.0))])
+    assert [i for i, _ in store.nearest((0.25, 0.5, 1.0), 1)] == ["c1"]
+    vectors = [(t, p) for t, p in sent if any(isinstance(x, np.ndarray) for x in p)]
+    assert len(vectors) == 2  # the write and the search
+    assert all("?b::vector" in t for t, _ in vectors)
+    assert not [p for _, p in sent for x in p if isinstance(x, str) and x.startswith("[0.25")]
+    assert store.chunks()[0].embedding == (0.25, 0.5, 1.0)
+    store.close()

@@ -68,10 +68,11 @@ class Database:
         """A PostgreSQL server (needs the ``postgres`` extra)."""
         name = display_name(url)
         try:
+            import pgvector.psycopg  # noqa: F401
             import psycopg
         except ImportError as exc:
             raise ConfigError(
-                "a postgresql:// memory store needs psycopg: install lamina-memory[postgres]",
+                f"a postgresql:// memory store needs {exc.name}: install lamina-memory[postgres]",
                 key="plugins.memory.store",
             ) from exc
         try:
@@ -82,6 +83,13 @@ class Database:
             ) from exc
         return cls(conn, dialect="postgres", name=name)
 
+    def register_vectors(self) -> None:
+        """Vectors to and from pgvector through pgvector-python (binary ``float32`` arrays)."""
+        from pgvector.psycopg import register_vector
+
+        with self.lock:
+            register_vector(self.conn)
+
     def close(self) -> None:
         with self.lock, suppress(Exception):  # closing a broken connection
             self.conn.close()
@@ -89,10 +97,11 @@ class Database:
     # -- statements ----------------------------------------------------------------------
 
     def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
-        """Run one statement (``?`` placeholders in either dialect)."""
+        """Run one statement (``?`` placeholders in either dialect; ``?b`` on PostgreSQL sends
+        that parameter in binary, as pgvector's vectors are)."""
         if self.dialect == "postgres":
             cur = self.conn.cursor()
-            cur.execute(text.replace("?", "%s"), tuple(params))
+            cur.execute(text.replace("?b", "%b").replace("?", "%s"), tuple(params))
             return cur
         return self.conn.execute(text, tuple(params))
 

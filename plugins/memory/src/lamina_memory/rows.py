@@ -170,7 +170,7 @@ class RowMapping:
         t = TABLES[kind]
         cols = [c.name for c in t.columns]
         marks = ", ".join(
-            "?::vector" if self._pg and c.type == "vector" else "?" for c in t.columns
+            "?b::vector" if self._pg and c.type == "vector" else "?" for c in t.columns
         )
         sets = ", ".join(f"{c.name} = excluded.{c.name}" for c in t.stored() if c.name != "id")
         return (
@@ -226,7 +226,7 @@ class RowMapping:
                     f"{what}: field embedding holds NaN, an infinity or a value beyond 32-bit "
                     "floats; nothing was written"
                 )
-            return vector_text(vec.tolist()) if self._pg else vec.tobytes()
+            return vec if self._pg else vec.tobytes()  # pgvector's binary format on PostgreSQL
         return value
 
     def record(self, kind: Kind, row: Sequence[Any]) -> Memory:

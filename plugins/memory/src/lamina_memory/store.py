@@ -26,7 +26,7 @@ from lamina_memory.records import (
     Pattern,
     Relation,
 )
-from lamina_memory.rows import RowMapping, vector_text
+from lamina_memory.rows import RowMapping
 
 __all__ = [
     "SCHEMES",
@@ -163,6 +163,8 @@ class SQLStore:
                 known = self._meta("dim")
                 if known is not None:
                     self._vector_index(int(known))
+            if db.dialect == "postgres":
+                db.register_vectors()
         except MemoryStoreError:
             db.close()
             raise
@@ -295,16 +297,18 @@ class SQLStore:
         the HNSW index: approximate, as pgvector's HNSW search is)."""
         if not self.indexes_vectors:
             raise MemoryStoreError(f"{self.name}: this store has no vector index")
-        v = vector_text(list(vector))
+        import numpy as np
+
+        v = np.asarray(list(vector), dtype=np.float32)
         with self.db.read():
             known = self._meta("dim")
             if known is None:
                 return []
             typed = f"vector({int(known)})"
             found = self.db.rows(
-                f"SELECT id, 1 - (embedding::{typed} <=> ?::{typed}) "
+                f"SELECT id, 1 - (embedding::{typed} <=> ?b::{typed}) "
                 f"FROM {self.rows.table('chunk')} WHERE embedding IS NOT NULL "
-                f"ORDER BY embedding::{typed} <=> ?::{typed} LIMIT ?",
+                f"ORDER BY embedding::{typed} <=> ?b::{typed} LIMIT ?",
                 (v, v, k),
             )
         return [(str(r[0]), float(r[1])) for r in found]
