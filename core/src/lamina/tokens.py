@@ -497,8 +497,9 @@ class CheckedTokenizer:
 
 
 class TokenCounter:
-    """Memoizes ``tokenizer.count`` by a caller-supplied key or a blake2b digest of the text,
-    so the same content is tokenized once; safe to share between threads.
+    """Memoizes ``tokenizer.count`` by a caller-supplied key or a sha256 digest of the text
+    (hardware-accelerated on current CPUs, so hashing costs a fraction of counting), so the
+    same content is tokenized once; safe to share between threads.
 
     Each new count is checked (``CheckedTokenizer``), so a plugin's bad count is an error
     naming ``plugin``; ``checked`` is the tokenizer to hand truncators and summarizers."""
@@ -518,7 +519,7 @@ class TokenCounter:
         cache_key: str | bytes = (
             key
             if key is not None
-            else hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            else hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         )
         cached = self._cache.get(cache_key)
         if cached is not None:
