@@ -13,6 +13,8 @@ from lamina.testing import StaticProvider, make_assembler
 from lamina.tokens import TiktokenTokenizer
 
 O200K = TiktokenTokenizer("o200k_base")
+#: OpenAI's published chat framing for gpt-4o (cookbook): per message, and priming the reply.
+MESSAGE, REPLY = 4, 3
 
 text = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=300
@@ -97,18 +99,17 @@ def test_guarantees(case):
             needed = (
                 full.token_budget.used.system_prompt
                 + full.token_budget.used.event
-                + sum(O200K.count(m.text) for m in protected)
+                + sum(O200K.count(m.text) + MESSAGE for m in protected)
             )
             assert needed + 2 * (len(blocks) + 2) > budget
         return
 
     used = ctx.token_budget.used
-    # Never over budget, by an independent recount of the final text with the exact tokenizer.
-    recount = (
-        O200K.count(ctx.system_prompt)
-        + sum(O200K.count(m.text) for m in ctx.history)
-        + O200K.count(ctx.current_message.text)
-    )
+    # Never over budget, by an independent recount of the final messages with the exact
+    # tokenizer and OpenAI's framing (a system message only when there is a system prompt).
+    messages = [ctx.system_prompt] if ctx.system_prompt else []
+    messages += [m.text for m in ctx.history] + [ctx.current_message.text]
+    recount = sum(O200K.count(m) + MESSAGE for m in messages) + REPLY
     assert recount == used.total <= ctx.token_budget.available == budget
 
     # Required content is never cut: system blocks whole, the event content last and whole.

@@ -16,6 +16,8 @@ from lamina.testing.history import tool_turn, turn, words
 from lamina.tokens import TiktokenTokenizer
 
 O200K = TiktokenTokenizer("o200k_base")
+#: OpenAI's chat framing the kernel charges for gpt-4o and gpt-4: per message, and priming the reply.
+MESSAGE_FRAMING, REPLY_FRAMING = 4, 3
 
 
 def build(blocks, **config):
@@ -234,7 +236,8 @@ def test_budget_follows_seed_000():
     assert b.available == 128_000 - 4000 - 8000
     assert b.used.total == b.used.system_prompt + b.used.history + b.used.event
     assert b.remaining == b.available - b.used.total
-    assert b.used.event == O200K.count(a.assemble(a.request("hi")).current_message.text)
+    current = a.assemble(a.request("hi")).current_message.text
+    assert b.used.event == O200K.count(current) + MESSAGE_FRAMING + REPLY_FRAMING
 
 
 def test_max_tokens_caps_available():
@@ -559,7 +562,7 @@ def test_final_text_is_recounted_and_cut_until_it_fits():
         plugins=[("fixture", StaticProvider(blocks)), ("tok", UsesSuperAdditive())],
     )
     ctx = a.assemble(a.request("q"))
-    recount = SuperAdditive().count(ctx.current_message.text)
+    recount = SuperAdditive().count(ctx.current_message.text) + MESSAGE_FRAMING + REPLY_FRAMING
     assert recount == ctx.token_budget.used.event <= 2000
     # Measured piece by piece the memory blocks would have fitted; the recount forced more cuts.
     assert sum(1 for b in ctx.report.blocks if b.status == "dropped") >= 6
@@ -721,7 +724,8 @@ def test_one_assembler_counts_each_model_with_its_own_tokenizer():
     ):
         ctx = a.assemble(a.request("q", model=model))
         tok = TiktokenTokenizer(encoding)
-        assert ctx.token_budget.used.history == sum(tok.count(m.text) for m in ctx.history)
+        recount = sum(tok.count(m.text) + MESSAGE_FRAMING for m in ctx.history)
+        assert ctx.token_budget.used.history == recount
 
 
 class Recalibrating:
@@ -752,9 +756,10 @@ def test_a_tokenizer_revision_drops_memoized_counts():
     a = make_assembler(
         {"model": "gpt-4o"}, plugins=[("fixture", StaticProvider(blocks)), ("tok", Uses())]
     )
-    first = a.assemble(a.request("q")).token_budget.used.history
+    framing = 2 * MESSAGE_FRAMING  # two history messages
+    first = a.assemble(a.request("q")).token_budget.used.history - framing
     tok.scale, tok.revision = 2, 1
-    second = a.assemble(a.request("q")).token_budget.used.history
+    second = a.assemble(a.request("q")).token_budget.used.history - framing
     assert second == 2 * first
 
 

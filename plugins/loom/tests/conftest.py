@@ -20,7 +20,7 @@ from lamina_loom import (
     Tree,
 )
 
-from lamina import LaminaConfig
+from lamina import LaminaConfig, ModelInfo, hookimpl
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -136,8 +136,22 @@ def build_chain(count: int = 10, *, system_context: str = "SSSSSSS", **tree: obj
     return Tree(id="chain", system_context=system_context, nodes=nodes, edges=edges, **tree)  # type: ignore[arg-type]
 
 
+class Unframed:
+    """Claude as the Loom design's examples count it: content tokens only, no per-message
+    framing (the kernel charges Claude a default framing; its tests cover that), so the
+    budgets of the truncation tests can be worked out by hand."""
+
+    @hookimpl(tryfirst=True)
+    def lamina_model_info(self, model: str) -> ModelInfo | None:
+        if model != "claude-sonnet-4":
+            return None
+        return ModelInfo(
+            name=model, context_window=200_000, max_output=64_000, provider="anthropic"
+        )
+
+
 def claude_config(**budget: int) -> LaminaConfig:
-    """Defaults for a Claude model (estimated tokens, no per-message overhead), no tool reserve."""
+    """Defaults for a Claude model (estimated tokens), no tool reserve."""
     config = LaminaConfig(model="claude-sonnet-4")
     return evolve(config, budget=evolve(config.budget, reserve_tools=0, **budget))
 
@@ -164,3 +178,9 @@ def chain() -> Callable[..., Tree]:
 def loom_config() -> Callable[..., LaminaConfig]:
     """``loom_config(**budget)``: a Claude model's config with no tool reserve."""
     return claude_config
+
+
+@pytest.fixture(scope="session")
+def unframed() -> tuple[tuple[str, object], ...]:
+    """Plugins for ``Loom(..., plugins=unframed)``: Claude without per-message framing."""
+    return (("unframed", Unframed()),)

@@ -19,11 +19,13 @@ SYSTEM = "You are a storyteller.\n\nKeep it for children.\n\nAnswer as a poet."
 
 
 @pytest.fixture(scope="session")
-def loom_for(loom_config):  # type: ignore[no-untyped-def]
-    """``loom_for(tree, config=None, **kwargs)``: a Loom over the tree (Claude by default)."""
+def loom_for(loom_config, unframed):  # type: ignore[no-untyped-def]
+    """``loom_for(tree, config=None, **kwargs)``: a Loom over the tree (Claude by default,
+    counted without per-message framing, as the Loom design's examples are)."""
 
     def make(tree, config=None, **kwargs) -> Loom:  # type: ignore[no-untyped-def]
         config = config or loom_config()
+        kwargs.setdefault("plugins", unframed)
         return Loom(MemoryStore([tree]), config=config, entry_points=False, **kwargs)
 
     return make
@@ -299,6 +301,17 @@ def test_fits_without_cuts(chain_loom):
     assert result.context.token_budget.used.total == 42
 
 
+def test_the_kernels_framing_is_charged_for_every_message(chain, loom_for):
+    # Without the test plugin Claude gets the kernel's default framing: per message (the
+    # system message and the ten kept ones) and for the reply, on top of the content's 42.
+    loom = loom_for(chain(preferences=Preferences(token_buffer=0)), plugins=())
+    info = loom.assembler("truncateMiddle", 4, 0).model("claude-sonnet-4").info
+    assert info.message_overhead > 0 and info.reply_overhead > 0
+    result = loom.dialogue("chain", "n10")
+    framing = info.message_overhead * (1 + 10 + 1) + info.reply_overhead
+    assert result.context.token_budget.used.total == 42 + framing
+
+
 def test_truncate_middle_keeps_head_and_four_recent_nodes_with_a_marker(chain_loom):
     result = chain_loom().dialogue("chain", "n10", max_tokens=36)
     assert result.strategy == "truncateMiddle"
@@ -375,7 +388,7 @@ def test_token_buffer_is_reserved_for_the_response(chain, loom_config, loom_for)
     assert result.truncated and result.preferences.token_buffer == 1024
 
 
-def test_app_level_preferences_and_per_tree_overrides(chain, loom_config, loom_for):
+def test_app_level_preferences_and_per_tree_overrides(chain, loom_config, loom_for, unframed):
     app = Preferences(truncation_strategy="rollingWindow", token_buffer=0)
     loom = Loom(
         MemoryStore(
@@ -395,6 +408,7 @@ def test_app_level_preferences_and_per_tree_overrides(chain, loom_config, loom_f
         ),
         config=loom_config(),
         preferences=app,
+        plugins=unframed,
         entry_points=False,
     )
     assert loom.dialogue("chain", "n10", max_tokens=36).strategy == "rollingWindow"

@@ -114,8 +114,10 @@ def test_tree_strategy_is_the_calls_fit_strategy(tmp_path, chain):
     request = a.request("x", metadata={"loom": {"tree": "chain", "node": "n10"}})
     assert a.config.fit.strategy == "truncateMiddle"
     assert a.assemble(request).report.strategy == "stopAtLimit"
+    # One token short of everything: what must stay fits, so only stopAtLimit refuses.
+    cap = a.assemble(request).token_budget.used.total - 1
     with pytest.raises(BudgetError, match="stopAtLimit does not cut"):
-        a.assemble(evolve(request, max_tokens=40))
+        a.assemble(evolve(request, max_tokens=cap))
     # a strategy the host picks for the call wins
     assert a.assemble(request, strategy="rollingWindow").report.strategy == "rollingWindow"
 
@@ -138,7 +140,8 @@ def test_tree_preferences_govern_the_call_in_hook_mode(tmp_path, chain):
     # cannot be met, the tree's two newest nodes can.
     sizes = [b.tokens for b in loose.report.blocks if b.layer == "session"]
     used = loose.token_budget.used
-    cap = used.system_prompt + used.event + sum(sizes[-3:]) + 4
+    framing = a.model("claude-sonnet-4").info.message_overhead
+    cap = used.system_prompt + used.event + sum(sizes[-3:]) + 3 * framing + 4
     with pytest.raises(BudgetError, match="the last 4 turns"):
         a.assemble(evolve(request, max_tokens=cap), minimum_recent=4)  # the host's choice wins
     tight = a.assemble(evolve(request, max_tokens=cap))
