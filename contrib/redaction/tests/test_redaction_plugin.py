@@ -85,11 +85,11 @@ def test_everything_is_masked():
     assert ctx.current_message.text.endswith("and the stripe key [REDACTED:stripe-key]")
     assert sorted(ctx.report.warnings) == sorted(
         [
-            "plugin 'redaction': masked 1 secret(s) in ops: credential ×1",
-            "plugin 'redaction': masked 1 secret(s) in h1: aws-access-key ×1",
-            "plugin 'redaction': masked 1 secret(s) in h2: bearer-token ×1",
-            "plugin 'redaction': masked 1 secret(s) in h3: github-token ×1",
-            "plugin 'redaction': masked 1 secret(s) in event:content: stripe-key ×1",
+            "plugin 'redaction': masked 1 secret in ops: credential ×1",
+            "plugin 'redaction': masked 1 secret in h1: aws-access-key ×1",
+            "plugin 'redaction': masked 1 secret in h2: bearer-token ×1",
+            "plugin 'redaction': masked 1 secret in h3: github-token ×1",
+            "plugin 'redaction': masked 1 secret in event:content: stripe-key ×1",
         ]
     )
     reported = {b.id: b for b in ctx.report.blocks}

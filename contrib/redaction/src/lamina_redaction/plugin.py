@@ -44,7 +44,8 @@ def lamina_block_transforms(
         masked, found = mask_block(block, redactor)
         if found:
             kinds = ", ".join(f"{kind} ×{n}" for kind, n in sorted(found.items()))
-            ctx.warn(f"masked {sum(found.values())} secret(s) in {block.id}: {kinds}")
+            count = sum(found.values())
+            ctx.warn(f"masked {count} secret{'' if count == 1 else 's'} in {block.id}: {kinds}")
         return masked
 
     return [BlockTransform(name=NAME, transform=transform, description="mask secrets")]
