@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import lamina.encodings
 import lamina.hookspecs
 import lamina.tokens
 from lamina.builtins import estimate_plugin, tiktoken_plugin
@@ -132,8 +133,8 @@ def test_hash_mismatch_is_a_config_error(
     fresh_cache: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LAMINA_CACHE_DIR", "")  # no verified cache to stand in for the file
-    real = lamina.tokens._read_bundled
-    monkeypatch.setattr(lamina.tokens, "_read_bundled", lambda name: real(name) + b"x")
+    real = lamina.encodings._read_bundled
+    monkeypatch.setattr(lamina.encodings, "_read_bundled", lambda name: real(name) + b"x")
     with pytest.raises(ConfigError, match="sha256"):
         load_encoding("cl100k_base")
     with pytest.raises(LaminaError):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import lamina.tokens
-from lamina.tokens import CACHE_HASHES, ENCODING_HASHES, cache_dir, load_encoding
+import lamina.encodings
+from lamina.encodings import CACHE_HASHES, ENCODING_HASHES, cache_dir, load_encoding
 
 TEXT = "Cached ranks, same tokens: 日本語 🦜 <|endoftext|>"
 
@@ -31,19 +31,19 @@ def _file(root: Path, name: str) -> Path:
 def _parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record each parse of the bundled file."""
     calls: list[str] = []
-    real = lamina.tokens._verified_ranks
+    real = lamina.encodings._verified_ranks
 
     def spy(name: str) -> dict[bytes, int]:
         calls.append(name)
         return real(name)
 
-    monkeypatch.setattr(lamina.tokens, "_verified_ranks", spy)
+    monkeypatch.setattr(lamina.encodings, "_verified_ranks", spy)
     return calls
 
 
 @pytest.mark.parametrize("name", sorted(ENCODING_HASHES))
 def test_the_file_format_is_deterministic(name: str) -> None:
-    data = lamina.tokens._cache_bytes(name, lamina.tokens._verified_ranks(name))
+    data = lamina.encodings._cache_bytes(name, lamina.encodings._verified_ranks(name))
     assert data is not None
     assert hashlib.sha256(data).hexdigest() == CACHE_HASHES[name]
 
@@ -64,9 +64,9 @@ def test_built_once_then_read(cache: Path, monkeypatch: pytest.MonkeyPatch, name
 def _swap_two_tokens(data: bytes) -> bytes:
     """Same length, same header, different ranks: a file that parses but must not be used."""
     header, _, body = data.partition(b"\n")
-    tokens = body.split(lamina.tokens._SEP)
+    tokens = body.split(lamina.encodings._SEP)
     tokens[1000], tokens[1001] = tokens[1001], tokens[1000]
-    return header + b"\n" + lamina.tokens._SEP.join(tokens)
+    return header + b"\n" + lamina.encodings._SEP.join(tokens)
 
 
 @pytest.mark.parametrize(
@@ -123,8 +123,8 @@ def test_the_default_place_follows_the_platform(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LAMINA_CACHE_DIR", raising=False)
-    monkeypatch.setattr(lamina.tokens.sys, "platform", "linux")
+    monkeypatch.setattr(lamina.encodings.sys, "platform", "linux")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_dir() == tmp_path / "lamina"
-    monkeypatch.setattr(lamina.tokens.sys, "platform", "darwin")
+    monkeypatch.setattr(lamina.encodings.sys, "platform", "darwin")
     assert cache_dir() == Path.home() / "Library" / "Caches" / "lamina"
