@@ -120,10 +120,6 @@ def test_the_kernel_refuses_a_negative_count() -> None:
         assembler.assemble(assembler.request("hi"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the engine must pass ResolvedModel.tokenizer_plugin to TokenCounter(plugin=...)",
-)
 def test_the_kernel_names_the_tokenizer_plugin() -> None:
     assembler = make_assembler(
         {"model": "fake-model", "blocks": [{"id": "b", "text": "hello"}]},

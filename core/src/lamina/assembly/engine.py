@@ -176,7 +176,7 @@ class Assembler:
                 info_plugin=info_plugin,
                 tokenizer=tok,
                 tokenizer_plugin=tok_plugin,
-                counter=TokenCounter(tok),
+                counter=TokenCounter(tok, plugin=tok_plugin),
             )
         return self._models[name]
 
@@ -274,7 +274,7 @@ class Assembler:
         summarizer = self.summarizer() if cfg.fit.summarizer is not None else None
         minimum = cfg.fit.minimum_recent
         return Fitter(
-            tokenizer=measurer.counter.tokenizer,
+            tokenizer=measurer.counter.checked,
             measurer=measurer,
             truncators={n: a.record for n, a in self.registry.truncators.items()},
             strategy=strategy,
