@@ -225,10 +225,5 @@ def test_a_worker_on_the_example_gets_its_task_scoped_tools_and_capabilities(
     assert "Platform:" not in current
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the ledger: a worker reads no manager history unless configured "
-    "([plugins.ledger] worker_history)",
-)
 def test_a_worker_on_the_example_gets_no_manager_history(example: Path) -> None:
     assert worker_context(example)["history"] == []

@@ -320,3 +320,23 @@ def test_run_asks_the_provider_adapter_whether_an_error_is_an_overflow(
         _ctx, reply = s.run(a.request("go", provider="fake"), send)
     assert reply == "ok" and len(sent) == 2
     assert [c.trigger for c in s.compactions] == ["overflow_recovery"]
+
+
+@pytest.mark.parametrize(
+    ("worker_history", "reads"), [(None, False), ("none", False), ("session", True)]
+)
+def test_a_worker_reads_no_history_unless_configured(
+    tmp_path: Path,
+    exchange: Callable[..., list[Message]],
+    worker_history: str | None,
+    reads: bool,
+) -> None:
+    db = str(tmp_path / "l.db")
+    with Ledger.open(db) as w:
+        w.append_turn("s", exchange(0))
+    extra = {} if worker_history is None else {"worker_history": worker_history}
+    a = make_assembler(config(db, **extra), plugins=[("ledger", plugin)])
+    worker = a.assemble(a.request("start", role="worker", task="Summarize the logs."))
+    manager = a.assemble(a.request("hi"))  # a manager reads the session as ever
+    assert len(manager.history) == len(exchange(0))
+    assert worker.history == (manager.history if reads else ())

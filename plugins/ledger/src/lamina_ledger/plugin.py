@@ -22,6 +22,8 @@ def provide(ctx: ProviderContext) -> list[Block]:
     settings: LedgerSettings | None = ctx.settings
     if settings is None or settings.database is None:
         return []
+    if ctx.request.role == "worker" and settings.worker_history == "none":
+        return []
     target = settings.target(ctx.config)
     assert target is not None
     session = ctx.request.session_label

@@ -41,6 +41,10 @@ class LedgerSettings:
     summary_marker: str = "[Previous conversation summary]"
     #: What a session the ledger does not know yields: an ``error`` or ``empty`` history.
     missing_session: str = field(default="error", validator=validators.in_(("error", "empty")))
+    #: What a worker (``role = "worker"``) reads: ``none``, its task and the request are its
+    #: context (the Broker design gives workers no manager history); ``session``, the history
+    #: of the request's session label, for hosts that give each worker a session of its own.
+    worker_history: str = field(default="none", validator=validators.in_(("none", "session")))
     #: Seconds to wait for an SQLite lock, and for a PostgreSQL server to answer.
     busy_timeout: float = field(default=5.0, validator=validators.ge(0))
     connect_timeout: float = field(default=5.0, validator=validators.gt(0))
