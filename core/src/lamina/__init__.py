@@ -131,6 +131,12 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     from lamina.model import (
         Usage as Usage,
     )
+    from lamina.model import (
+        attachment_record as attachment_record,
+    )
+    from lamina.model import (
+        event_context as event_context,
+    )
     from lamina.plugins import Attributed as Attributed
     from lamina.plugins import Registry as Registry
     from lamina.records import (
@@ -199,6 +205,8 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     from lamina.serde import (
         unstructure as unstructure,
     )
+    from lamina.wording import counted as counted
+    from lamina.wording import plural as plural
 
 #: Each exported name and the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -220,6 +228,10 @@ _EXPORTS: dict[str, str] = {
     "ConfigError": "lamina.errors",
     "EVENT": "lamina.model",
     "Event": "lamina.model",
+    "event_context": "lamina.model",
+    "counted": "lamina.wording",
+    "plural": "lamina.wording",
+    "attachment_record": "lamina.model",
     "FitStrategy": "lamina.records",
     "Formatter": "lamina.records",
     "HistoryCut": "lamina.records",

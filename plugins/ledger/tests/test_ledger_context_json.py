@@ -82,7 +82,7 @@ def test_from_an_assembled_context_and_a_message_with_its_own(tmp_path: Path) ->
 
 
 def test_inline_images_are_recorded_by_size_not_data(tmp_path: Path) -> None:
-    from lamina_ledger.provenance import attachment
+    from lamina import attachment_record as attachment
 
     assert attachment(ImagePart(media_type="image/png", data="aGVsbG8=")) == {
         "type": "image",

@@ -78,7 +78,12 @@ def render(live: list[Item], measurer: Measurer) -> Formatted:
         for p in i.block.content
         if not isinstance(p, TextPart | ToolResultPart)
     ]
-    current = Message(role="user", content=(TextPart(text=_join(event_items, measurer)), *extra))
+    recorded = (i.block.provenance.metadata.get("context_json") for i in event_items)
+    current = Message(
+        role="user",
+        content=(TextPart(text=_join(event_items, measurer)), *extra),
+        context_json=next((c for c in recorded if c is not None), None),
+    )
     # The stable prefix: system + history up to the current message, less the dynamic
     # after-history wrapper.
     prefix = hashlib.sha256(system.encode("utf-8", "surrogatepass"))

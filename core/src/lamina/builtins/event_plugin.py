@@ -8,19 +8,26 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from attrs import evolve
+
 from lamina.hookspecs import hookimpl
 from lamina.model.blocks import EVENT, Block, Provenance
+from lamina.model.event_context import event_context
 from lamina.model.messages import TextPart
 from lamina.model.request import AssemblyRequest
 from lamina.records import LayerProvider, ProviderContext
 
 
+def event_time(request: AssemblyRequest, now: datetime) -> datetime:
+    """When the event happened (its own time, else now), timezone-aware."""
+    when = request.event.time or now
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
 def event_lines(request: AssemblyRequest, now: datetime) -> list[str]:
     """The dynamic context lines that precede the event content."""
     event = request.event
-    when = event.time or now
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+    when = event_time(request, now)
     try:
         when = when.astimezone(ZoneInfo(event.timezone))
     except (ZoneInfoNotFoundError, ValueError):
@@ -47,6 +54,8 @@ def event_lines(request: AssemblyRequest, now: datetime) -> list[str]:
 def provide(ctx: ProviderContext) -> Iterator[Block]:
     request = ctx.request
     provenance = Provenance(plugin=ctx.plugin, source_id=request.event.id)
+    # The current message's context_json travels with the content block (see format).
+    recorded = event_context(request.event, event_time(request, ctx.now))
     yield Block.text(
         "event:context",
         EVENT,
@@ -62,7 +71,7 @@ def provide(ctx: ProviderContext) -> Iterator[Block]:
         content=(TextPart(text=request.event.content), *request.event.attachments),
         required=True,
         trusted=True,
-        provenance=provenance,
+        provenance=evolve(provenance, metadata={"context_json": recorded}),
     )
 
 

@@ -14,6 +14,7 @@ from lamina.model.blocks import (
 )
 from lamina.model.budget import BudgetUsage, TokenBudget
 from lamina.model.context import AssembledContext
+from lamina.model.event_context import attachment_record, event_context
 from lamina.model.messages import (
     ImagePart,
     Message,
@@ -77,6 +78,8 @@ __all__ = [
     "ToolCallPart",
     "ToolResultPart",
     "Usage",
+    "attachment_record",
     "content_hash",
+    "event_context",
     "part_text",
 ]

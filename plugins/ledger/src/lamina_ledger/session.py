@@ -21,13 +21,14 @@ from lamina import (
     Message,
     Summarizer,
     Usage,
+    event_context,
 )
 from lamina_ledger.blocks import PREFIX
 from lamina_ledger.compaction import CompactionResult, compact_history
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.pool import POOL
-from lamina_ledger.provenance import event_context, with_user_context
+from lamina_ledger.provenance import with_user_context
 from lamina_ledger.records import Trigger
 from lamina_ledger.settings import LedgerSettings, settings_from
 from lamina_ledger.sizing import MemoTokenizer, Sizes, message_counts

@@ -1,0 +1,45 @@
+"""The current message's ``context_json`` as the Broker design records it: platform, hook
+count and names, attachments (never inline image data), and when the context was injected."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from lamina import ImagePart
+from lamina.testing import make_assembler
+
+WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def test_the_current_message_carries_the_events_record() -> None:
+    a = make_assembler({"model": "gpt-4o"})
+    image = ImagePart(media_type="image/png", data="aGVsbG8=")
+    request = a.request(
+        "look",
+        platform="imessage",
+        channel="dm",
+        time=WHEN,
+        hook_data={"weather": "rain", "calendar": {"next": "standup"}},
+        attachments=(image,),
+    )
+    ctx = a.assemble(request)
+    assert ctx.current_message.context_json == {
+        "event": {
+            "platform": "imessage",
+            "hookCount": 2,
+            "hooks": ["calendar", "weather"],
+            "channel": "dm",
+        },
+        "attachments": [{"type": "image", "mediaType": "image/png", "bytes": 5}],
+        "injectedAt": int(WHEN.timestamp() * 1000),
+    }
+    # The record is metadata for the host and the ledger; it is not sent as text.
+    assert "hookCount" not in ctx.current_message.text
+
+
+def test_without_an_event_time_it_is_injected_now() -> None:
+    a = make_assembler({"model": "gpt-4o"}, now=WHEN)
+    ctx = a.assemble(a.request("hi"))
+    assert ctx.current_message.context_json is not None
+    assert ctx.current_message.context_json["injectedAt"] == int(WHEN.timestamp() * 1000)
+    assert ctx.current_message.context_json["event"] == {"platform": None, "hookCount": 0}
