@@ -8,6 +8,7 @@ from typing import Any
 
 from lamina.model.context import AssembledContext
 from lamina.model.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from lamina.wording import counted
 
 
 def report_document(ctx: AssembledContext) -> dict[str, Any]:
@@ -37,10 +38,10 @@ def report_document(ctx: AssembledContext) -> dict[str, Any]:
         included.append(entry)
     warnings = list(report.warnings)
     if excluded:
-        warnings.append(f"{len(excluded)} blocks excluded")
+        warnings.append(f"{counted(len(excluded), 'block')} excluded")
     cut = sum(1 for b in report.blocks if b.status in ("truncated", "summarized"))
     if cut:
-        warnings.append(f"{cut} blocks truncated or summarized")
+        warnings.append(f"{counted(cut, 'block')} truncated or summarized")
     return {
         "assembly_report": {
             "budget": {
@@ -138,7 +139,7 @@ def _reads_as_other_than_text(text: str) -> bool:
 def render_text(ctx: AssembledContext) -> str:
     """The assembled context as a person reads it: system prompt, history, current message."""
     out = ["=== system prompt ===", ctx.system_prompt or "(empty)", ""]
-    out.append(f"=== history ({len(ctx.history)} messages) ===")
+    out.append(f"=== history ({counted(len(ctx.history), 'message')}) ===")
     out.extend(_message_text(m) for m in ctx.history)
     out += ["", "=== current message ===", _message_text(ctx.current_message), ""]
     b = ctx.token_budget

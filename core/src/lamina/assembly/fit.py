@@ -17,6 +17,7 @@ from lamina.assembly.measure import Measurer
 from lamina.assembly.state import InFlight, Item
 from lamina.errors import BudgetError
 from lamina.records import FitStrategy, Summarizer, Tokenizer, Truncator
+from lamina.wording import counted
 
 
 @define(kw_only=True)
@@ -239,7 +240,7 @@ class Fitter:
             names = ", ".join(f"{i.block.id} ({i.tokens})" for i in biggest)
             raise BudgetError(
                 f"what must not be cut (system prompt, current event, the last "
-                f"{self.minimum_recent} turns) needs {needed} tokens but only {available} are "
+                f"{counted(self.minimum_recent, 'turn')}) needs {needed} tokens but only {available} are "
                 f"available: over by {needed - available}; largest: {names}",
                 overage=needed - available,
                 available=available,

@@ -22,6 +22,7 @@ from lamina.log import get_logger
 from lamina.model.blocks import SESSION, Block, content_hash
 from lamina.plugins import Attributed, Registry
 from lamina.records import BlockTransform, LayerProvider, ProviderContext
+from lamina.wording import counted
 
 _log = get_logger("assembly")
 
@@ -171,7 +172,7 @@ def choose_history(state: InFlight, prefer: str) -> None:
         ]
         used = "the request's" if prefer == "request" else f"{', '.join(others)}'s"
         state.warnings.append(
-            f"history: {len(left)} blocks from {', '.join(sorted(drop))} left out; "
+            f"history: {counted(len(left), 'block')} from {', '.join(sorted(drop))} left out; "
             f"{used} history is used ([history] prefer = {prefer!r})"
         )
         sources -= drop

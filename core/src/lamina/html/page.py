@@ -19,6 +19,7 @@ from typing import TypeVar
 from lamina.html.style import CSS
 from lamina.model.context import AssembledContext
 from lamina.model.report import BlockReport, LayerReport, StablePrefix
+from lamina.wording import counted
 
 _R = TypeVar("_R", LayerReport, BlockReport)
 
@@ -165,7 +166,7 @@ def _budget_section(ctx: AssembledContext, colors: dict[str, str]) -> str:
             lr.tokens,
             scale,
             f"{lr.layer} ({lr.placement}): {lr.tokens:,} of {lr.original_tokens:,} tokens, "
-            f"{lr.kept} of {lr.blocks} blocks kept",
+            f"{lr.kept} of {counted(lr.blocks, 'block')} kept",
             {"data-layer": lr.layer, "data-placement": lr.placement},
             color=colors.get(lr.layer),
             label=lr.layer,

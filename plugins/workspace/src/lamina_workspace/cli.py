@@ -7,9 +7,9 @@ from typing import NoReturn, TextIO, cast
 
 import click
 
-from lamina import LaminaError, load_config
+from lamina import LaminaError, load_config, plural
 from lamina_workspace.beneath import FileRefused, open_regular
-from lamina_workspace.files import plural, read_open
+from lamina_workspace.files import read_open
 from lamina_workspace.manifest import read_manifest
 from lamina_workspace.settings import NAME
 from lamina_workspace.updates import Actor, apply_updates, parse_actions

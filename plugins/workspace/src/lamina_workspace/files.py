@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 from attrs import frozen
 
+from lamina import plural
 from lamina_workspace.beneath import FileRefused, open_regular
 
 #: How much of a file is sniffed for NUL bytes before it is read.
@@ -26,11 +27,6 @@ TAIL_MARKER = "[… {n} earlier {lines} not shown …]"
 PARTIAL_HEAD = "[… rest of the file ({size} bytes in all) not read …]"
 PARTIAL_TAIL = "[… start of the file ({size} bytes in all) not read …]"
 PARTIAL_MIDDLE = "[… middle of the file ({size} bytes in all) not read …]"
-
-
-def plural(n: int, noun: str) -> str:
-    """``noun`` for ``n`` of it: ``1 line``, ``2 lines`` (nouns here take an ``s``)."""
-    return noun if n == 1 else f"{noun}s"
 
 
 @frozen(kw_only=True)

@@ -8,8 +8,8 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
+from lamina import plural
 from lamina_workspace.beneath import FileRefused, open_regular
-from lamina_workspace.files import plural
 from lamina_workspace.manifest import Manifest, read_manifest
 from lamina_workspace.updates import Change, apply_updates
 from lamina_workspace.where import Workspace

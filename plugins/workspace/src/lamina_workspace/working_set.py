@@ -13,9 +13,9 @@ from pathlib import Path
 
 from attrs import field, frozen
 
-from lamina import Block, Provenance
+from lamina import Block, Provenance, plural
 from lamina_workspace.beneath import FileRefused
-from lamina_workspace.files import FileText, plural, read_text
+from lamina_workspace.files import FileText, read_text
 from lamina_workspace.manifest import FileEntry, Manifest
 
 LAYER = "working_set"
