@@ -262,3 +262,25 @@ def test_planned_info_is_the_contexts_own_for_its_provider_only() -> None:
     info = ModelInfo(name="m", context_window=10, provider="p")
     assert planned_info(evolve(context, model_info=info), "p") is info
     assert planned_info(evolve(context, model_info=info), "q") is None
+
+
+@pytest.mark.parametrize(
+    ("module", "model"),
+    [
+        ("lamina_anthropic.models", "claude-sonnet-4"),
+        ("lamina_gemini.models", "gemini-2.5-pro"),
+        ("lamina_ollama.models", "llama3.1:8b"),
+        ("lamina_ollama.models", "unknown-local-model:7b"),
+    ],
+)
+def test_adapters_without_published_framing_charge_the_kits_default(module, model):
+    # A provider that publishes no per-message framing is charged the kit's conservative
+    # default, so "never over budget" holds whichever adapter answers; config can set it.
+    import importlib
+
+    model_info = importlib.import_module(module).model_info
+    info = model_info(model, {})
+    assert (info.message_overhead, info.reply_overhead) == lamina.adapters.DEFAULT_FRAMING
+    override = lamina.adapters.ModelOverride(message_overhead=5, reply_overhead=2)
+    tuned = model_info(model, {model: override})
+    assert (tuned.message_overhead, tuned.reply_overhead) == (5, 2)

@@ -17,6 +17,7 @@ it is cheap: tiktoken and the catalog's data load on first use.
 """
 
 from lamina.adapters.catalog import (
+    DEFAULT_FRAMING,
     Limits,
     ModelOverride,
     catalog_model_info,
@@ -61,6 +62,7 @@ from lamina.tokens import encoding_for_model
 __all__ = [
     "ANTHROPIC_TOOL_NAME",
     "ANTHROPIC_TOOL_USE_ID",
+    "DEFAULT_FRAMING",
     "GEMINI_FUNCTION_NAME",
     "LEAD_IN",
     "OPENAI_TOOL_NAME",

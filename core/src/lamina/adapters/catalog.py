@@ -19,6 +19,11 @@ from attrs import field, frozen, validators
 
 from lamina.records import ModelInfo
 
+#: (per message, reply) framing for a model whose provider publishes none: twice OpenAI's
+#: published 4 and 3, since Anthropic, Gemini and local chat templates wrap each message in a
+#: few tokens of their own. Charged so the budget holds by the provider's count.
+DEFAULT_FRAMING = (8, 6)
+
 _DATE = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
@@ -73,6 +78,13 @@ class ModelOverride:
     min_cache_prefix: int | None = field(
         default=None, validator=validators.optional(validators.ge(0))
     )
+    #: Tokens the provider adds per message and to prime the reply (its chat template).
+    message_overhead: int | None = field(
+        default=None, validator=validators.optional(validators.ge(0))
+    )
+    reply_overhead: int | None = field(
+        default=None, validator=validators.optional(validators.ge(0))
+    )
 
 
 def resolve(
@@ -103,13 +115,19 @@ def catalog_model_info(
     *,
     provider: str,
     min_cache_prefix: int = 0,
+    framing: tuple[int, int] = DEFAULT_FRAMING,
+    default_window: int | None = None,
 ) -> ModelInfo | None:
     """``model`` as models.dev's ``catalog`` knows it, the config override applied (window,
-    max output, minimum cacheable prefix, else ``min_cache_prefix``) and ``provider`` set;
-    ``None`` when neither knows its window."""
+    max output, minimum cacheable prefix, else ``min_cache_prefix``; framing, else
+    ``framing``) and ``provider`` set; ``None`` when neither knows its window, unless a
+    ``default_window`` stands in for a model the catalog lacks."""
     limits, override = resolve(catalog, model, overrides)
     if limits is None:
-        return None
+        if default_window is None:
+            return None
+        limits = Limits(id=model, context_window=default_window, max_output=None)
+    message, reply = framing
     return ModelInfo(
         name=normalize(model),
         context_window=limits.context_window,
@@ -118,4 +136,8 @@ def catalog_model_info(
             min_cache_prefix if override.min_cache_prefix is None else override.min_cache_prefix
         ),
         provider=provider,
+        message_overhead=message
+        if override.message_overhead is None
+        else override.message_overhead,
+        reply_overhead=reply if override.reply_overhead is None else override.reply_overhead,
     )

@@ -10,7 +10,7 @@ its chat models, a generous default for every model whose framing is not publish
 
 from __future__ import annotations
 
-from lamina.adapters.catalog import lookup, normalize
+from lamina.adapters.catalog import DEFAULT_FRAMING, lookup, normalize
 from lamina.hookspecs import hookimpl
 from lamina.records import ModelInfo
 from lamina.tokens import encoding_for_model
@@ -41,9 +41,6 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 #: OpenAI chat framing, from OpenAI's cookbook "How to count tokens with tiktoken": 3 tokens
 #: per message plus its role (one token for each role name), and 3 that prime the reply.
 OPENAI_FRAMING = (4, 3)
-#: (per message, reply) for models whose framing is not published: twice OpenAI's, since
-#: Anthropic, Gemini and local chat templates wrap each message in a few tokens of their own.
-DEFAULT_FRAMING = (8, 6)
 
 
 def framing(name: str, provider: str | None, encoding: str | None) -> tuple[int, int]:

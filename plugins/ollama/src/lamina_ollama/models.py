@@ -30,5 +30,6 @@ def model_info(model: str, overrides: Mapping[str, ModelOverride]) -> ModelInfo 
     name = local_name(model)
     if name is None:
         return None
-    found = catalog_model_info(CATALOG, name, overrides, provider=PROVIDER)
-    return found or ModelInfo(name=name, context_window=DEFAULT_NUM_CTX, provider=PROVIDER)
+    return catalog_model_info(
+        CATALOG, name, overrides, provider=PROVIDER, default_window=DEFAULT_NUM_CTX
+    )

@@ -32,16 +32,17 @@ def model_info(model: str, overrides: Mapping[str, ModelOverride]) -> ModelInfo 
     """OpenAI's limits for ``model``, or ``None`` when it is not an OpenAI model."""
     if not _ours(model):
         return None
+    chat = not normalize(model).startswith("text-embedding")
     info = catalog_model_info(
-        PROVIDER, model, overrides, provider=PROVIDER, min_cache_prefix=MIN_CACHE_PREFIX
+        PROVIDER,
+        model,
+        overrides,
+        provider=PROVIDER,
+        min_cache_prefix=MIN_CACHE_PREFIX,
+        framing=(MESSAGE_OVERHEAD, REPLY_OVERHEAD) if chat else (0, 0),
     )
     if info is None:
         return None
-    chat = not info.name.startswith("text-embedding")
     return evolve(
-        info,
-        encoding=encoding_for_model(model),
-        message_overhead=MESSAGE_OVERHEAD if chat else 0,
-        reply_overhead=REPLY_OVERHEAD if chat else 0,
-        tool_tokens=count_tools if chat else None,
+        info, encoding=encoding_for_model(model), tool_tokens=count_tools if chat else None
     )
