@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     from lamina.call import (
         Overrides as Overrides,
     )
+    from lamina.cli_options import config_option as config_option
     from lamina.config import (
         LaminaConfig as LaminaConfig,
     )
@@ -230,6 +231,7 @@ _EXPORTS: dict[str, str] = {
     "Event": "lamina.model",
     "event_context": "lamina.model",
     "counted": "lamina.wording",
+    "config_option": "lamina.cli_options",
     "plural": "lamina.wording",
     "attachment_record": "lamina.model",
     "FitStrategy": "lamina.records",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from lamina.cli_options import config_option
 from lamina.serve.command import serve as serve_command
 
 if TYPE_CHECKING:
@@ -75,13 +76,7 @@ def _progress(phase: str) -> None:
 
 
 @cli.command()
-@click.option(
-    "--config",
-    "-c",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    help="lamina.toml or pyproject.toml (default: the nearest one).",
-)
+@config_option
 @click.option("--message", "-m", help="The event content (default: read from standard input).")
 @click.option("--model", help="Model name (default: from config).")
 @click.option("--role", type=click.Choice(["manager", "worker", "unified"]), help="Agent role.")
@@ -236,7 +231,7 @@ def _worker_fields(
 
 
 @cli.command()
-@click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False))
+@config_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plugins(config_path: str | None, as_json: bool) -> None:
     """List plugins: name, version, hooks, built-in or installed, load errors."""
@@ -272,7 +267,7 @@ def plugins(config_path: str | None, as_json: bool) -> None:
 @click.option(
     "--model", default=None, help="Count with this model's tokenizer (default: from config)."
 )
-@click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False))
+@config_option
 @click.option("--json", "as_json", is_flag=True)
 def tokens(source: Any, model: str | None, config_path: str | None, as_json: bool) -> None:
     """Count the tokens of FILE (or standard input) and say which tokenizer counted."""

@@ -266,15 +266,17 @@ def lamina_adapters(config: LaminaConfig, settings: Any) -> Iterable[Adapter]:  
 
 @hookspec
 def lamina_commands(cli: click.Group) -> None:
-    """Add subcommands to the ``lamina`` command line.
+    """Add subcommands to the ``lamina`` command line. ``lamina.config_option`` gives a
+    command the same ``--config/-c`` as the built-in ones (as ``config_path``).
 
     Example::
 
         @lamina.hookimpl
         def lamina_commands(cli):
             @cli.command()
-            def hello():
-                click.echo("hello")
+            @lamina.config_option
+            def hello(config_path):
+                click.echo(f"hello from {lamina.load_config(config_path).path}")
     """
 
 

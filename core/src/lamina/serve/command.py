@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from lamina.cli_options import config_option
+
 if TYPE_CHECKING:
     import socket
 
@@ -17,13 +19,7 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8642
 
 
 @click.command()
-@click.option(
-    "--config",
-    "-c",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    help="lamina.toml or pyproject.toml (default: the nearest one).",
-)
+@config_option
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on.")
 @click.option(
     "--port",

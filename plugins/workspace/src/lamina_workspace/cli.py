@@ -7,7 +7,7 @@ from typing import NoReturn, TextIO, cast
 
 import click
 
-from lamina import LaminaError, load_config, plural
+from lamina import LaminaError, config_option, load_config, plural
 from lamina_workspace.beneath import FileRefused, open_regular
 from lamina_workspace.files import read_open
 from lamina_workspace.manifest import read_manifest
@@ -31,16 +31,13 @@ def _workspace(config_path: str | None) -> Workspace:
     return workspace_of(config, settings)
 
 
-_config_option = click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False))
-
-
 @click.group("working-set")
 def working_set() -> None:
     """The working-set manifest: check it, update it, read its change log."""
 
 
 @working_set.command("check")
-@_config_option
+@config_option
 def check(config_path: str | None) -> None:
     """Validate working-set.yml and say which files it lists."""
     try:
@@ -55,7 +52,7 @@ def check(config_path: str | None) -> None:
 
 
 @working_set.command("apply")
-@_config_option
+@config_option
 @click.argument("updates", type=click.File("r", encoding="utf-8"), default="-")
 @click.option(
     "--actor",
@@ -77,7 +74,7 @@ def apply(config_path: str | None, updates: TextIO, actor: str) -> None:
 
 
 @working_set.command("log")
-@_config_option
+@config_option
 def log(config_path: str | None) -> None:
     """Print the append-only change log (JSON lines)."""
     try:
