@@ -3,7 +3,7 @@ provider. Inert unless ``[plugins.loom]`` names a tree or a request carries ``me
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 
 import lamina
 from lamina import (
@@ -16,7 +16,14 @@ from lamina import (
     LayerSpec,
     ProviderContext,
 )
-from lamina_loom.dialogue import LOOM_CONTEXT, LOOM_LAYERS, LOOM_SYSTEM, plan_blocks, plan_dialogue
+from lamina_loom.dialogue import (
+    LOOM_CONTEXT,
+    LOOM_LAYERS,
+    LOOM_SYSTEM,
+    DialoguePlan,
+    plan_blocks,
+    plan_dialogue,
+)
 from lamina_loom.errors import LoomError
 from lamina_loom.model import Tree
 from lamina_loom.settings import LoomRequest, Settings, request_selection
@@ -90,14 +97,7 @@ class LoomPlugin:
                 )
             call.strategy = wanted.truncation_strategy
         if call.minimum_recent is None and wanted.minimum_recent_nodes is not None:
-            plan = plan_dialogue(
-                tree,
-                node_id,
-                settings=settings,
-                agent_system=chosen.agent_system if chosen else None,
-                include=chosen.include if chosen else (),
-                permissions=call.request.permissions,
-            )
+            plan = _plan(tree, node_id, settings, chosen, call.request.permissions)
             call.minimum_recent = plan.protected_messages(wanted.minimum_recent_nodes)
         if call.reserve_response is None and wanted.token_buffer is not None:
             call.reserve_response = wanted.token_buffer
@@ -124,15 +124,7 @@ class LoomPlugin:
         if found is None:
             return []
         tree, node_id, chosen = found
-        plan = plan_dialogue(
-            tree,
-            node_id,
-            settings=settings,
-            agent_system=chosen.agent_system if chosen else None,
-            include=chosen.include if chosen else (),
-            permissions=ctx.request.permissions,
-            memory=chosen.memory if chosen else None,
-        )
+        plan = _plan(tree, node_id, settings, chosen, ctx.request.permissions)
         for node, reason in plan.selection.excluded:
             ctx.exclude(id=f"loom:excluded:{node}", layer="session", reason=f"loom node {reason}")
         return plan_blocks(plan)
@@ -154,3 +146,22 @@ lamina_settings_class = _PLUGIN.lamina_settings_class
 lamina_layers = _PLUGIN.lamina_layers
 lamina_layer_providers = _PLUGIN.lamina_layer_providers
 lamina_wrap_assembly = _PLUGIN.lamina_wrap_assembly
+
+
+def _plan(
+    tree: Tree,
+    node_id: str,
+    settings: Settings,
+    chosen: LoomRequest | None,
+    permissions: Sequence[str],
+) -> DialoguePlan:
+    """The dialogue plan for the node a request chose, with its request-level options."""
+    return plan_dialogue(
+        tree,
+        node_id,
+        settings=settings,
+        agent_system=chosen.agent_system if chosen else None,
+        include=chosen.include if chosen else (),
+        permissions=permissions,
+        memory=chosen.memory if chosen else None,
+    )

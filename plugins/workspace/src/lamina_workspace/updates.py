@@ -10,6 +10,7 @@ file is opened beneath the root (``beneath``), never through a symlink that lead
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -146,6 +147,7 @@ def _apply_one(doc: Any, action: Mapping[str, Any], ws: Workspace, actor: Actor,
     from ruamel.yaml.comments import CommentedSeq
 
     kind, path, why = action["action"], action["path"], action["why"].strip()
+    change = functools.partial(Change, action=kind, path=path, why=why, actor=actor, at=at)
     files = doc.get("files")
     if files is None:
         files = doc["files"] = CommentedSeq()
@@ -160,33 +162,16 @@ def _apply_one(doc: Any, action: Mapping[str, Any], ws: Workspace, actor: Actor,
                 f"cannot add {printable(path)}: {exc.reason}", file=ws.shown, key="path"
             ) from exc
         files.append(_new_entry(action))
-        return Change(
-            action=kind,
-            path=path,
-            why=why,
-            actor=actor,
-            at=at,
-            priority=float(action.get("priority", 0.5)),
-        )
+        return change(priority=float(action.get("priority", 0.5)))
     if index is None:
         raise UpdateError(f"{path!r} is not in the working set", file=ws.shown, key="path")
     previous = files[index].get("priority", 0.5)
     if kind == "remove_from_working_set":
         del files[index]
-        return Change(
-            action=kind, path=path, why=why, actor=actor, at=at, previous_priority=float(previous)
-        )
+        return change(previous_priority=float(previous))
     new = round(float(action["priority"]), 6)
     files[index]["priority"] = new
-    return Change(
-        action=kind,
-        path=path,
-        why=why,
-        actor=actor,
-        at=at,
-        priority=new,
-        previous_priority=float(previous),
-    )
+    return change(priority=new, previous_priority=float(previous))
 
 
 def apply_updates(
