@@ -43,3 +43,33 @@ def test_without_an_event_time_it_is_injected_now() -> None:
     assert ctx.current_message.context_json is not None
     assert ctx.current_message.context_json["injectedAt"] == int(WHEN.timestamp() * 1000)
     assert ctx.current_message.context_json["event"] == {"platform": None, "hookCount": 0}
+
+
+def test_other_current_message_blocks_add_to_the_record() -> None:
+    # A working-set file placed in the current message records itself as an attachment; the
+    # records are merged (lists joined), so the event's own facts are kept beside it.
+    from lamina import Block, Provenance
+    from lamina.testing import StaticProvider
+
+    file_block = Block.text(
+        "ws:notes.md",
+        "event",
+        "notes",
+        provenance=Provenance(
+            metadata={"context_json": {"attachments": [{"path": "notes.md", "role": "context"}]}}
+        ),
+    )
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("ws", StaticProvider([file_block]))])
+    image = ImagePart(media_type="image/png", url="https://example.org/a.png")
+    record = a.assemble(a.request("hi", time=WHEN, attachments=(image,))).current_message
+    assert record.context_json is not None
+    assert record.context_json["event"] == {"platform": None, "hookCount": 0}
+    assert sorted(map(str, record.context_json["attachments"])) == sorted(
+        map(
+            str,
+            [
+                {"path": "notes.md", "role": "context"},
+                {"type": "image", "mediaType": "image/png", "url": "https://example.org/a.png"},
+            ],
+        )
+    )

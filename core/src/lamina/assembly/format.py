@@ -11,6 +11,7 @@ from lamina.assembly.measure import Measurer
 from lamina.assembly.state import Formatted, InFlight, Item, order_key
 from lamina.errors import BudgetError
 from lamina.model.budget import BudgetUsage
+from lamina.model.event_context import merge_context_json
 from lamina.model.messages import Message, Part, TextPart, ToolResultPart
 
 #: How many times formatting is re-checked against the exact count before giving up.
@@ -78,11 +79,14 @@ def render(live: list[Item], measurer: Measurer) -> Formatted:
         for p in i.block.content
         if not isinstance(p, TextPart | ToolResultPart)
     ]
-    recorded = (i.block.provenance.metadata.get("context_json") for i in event_items)
+    # The event's record, with what other current-message blocks record (working-set files).
+    recorded = merge_context_json(
+        i.block.provenance.metadata.get("context_json") for i in event_items
+    )
     current = Message(
         role="user",
         content=(TextPart(text=_join(event_items, measurer)), *extra),
-        context_json=next((c for c in recorded if c is not None), None),
+        context_json=recorded,
     )
     # The stable prefix: system + history up to the current message, less the dynamic
     # after-history wrapper.

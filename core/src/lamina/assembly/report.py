@@ -13,6 +13,7 @@ from attrs import evolve
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import InFlight, Item, order_key
 from lamina.model.context import AssembledContext
+from lamina.model.event_context import merge_context_json
 from lamina.model.report import (
     AssemblyReport,
     BlockReport,
@@ -143,18 +144,5 @@ def _with_tools(prefix_sha256: str, tools: Sequence[Tool]) -> str:
 
 def _system_context_json(items: Sequence[Item]) -> dict[str, Any]:
     """The system blocks' ``context_json`` provenance, deep-merged in order (what was kept)."""
-    merged: dict[str, Any] = {}
-    for item in sorted(items, key=order_key):
-        if item.placement == "system" and item.live:
-            found = item.block.provenance.metadata.get("context_json")
-            if isinstance(found, dict):
-                _deep_merge(merged, found)
-    return merged
-
-
-def _deep_merge(into: dict[str, Any], more: dict[str, Any]) -> None:
-    for key, value in more.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _deep_merge(into[key], value)
-        else:
-            into[key] = value
+    kept = (i for i in sorted(items, key=order_key) if i.placement == "system" and i.live)
+    return merge_context_json(i.block.provenance.metadata.get("context_json") for i in kept) or {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,3 +49,26 @@ def event_context(event: Event, injected_at: datetime) -> dict[str, Any]:
         "attachments": [attachment_record(p) for p in event.attachments],
         "injectedAt": int(when.timestamp() * 1000),
     }
+
+
+def merge_context_json(found: Iterable[Any]) -> dict[str, Any] | None:
+    """The ``context_json`` records of several blocks as one: objects merged key by key, lists
+    joined (one block's attachments after another's), other values taken from the later block;
+    ``None`` when no block has one."""
+    merged: dict[str, Any] | None = None
+    for record in found:
+        if isinstance(record, dict):
+            merged = {} if merged is None else merged
+            _merge_into(merged, record)
+    return merged
+
+
+def _merge_into(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for key, value in more.items():
+        here = into.get(key)
+        if isinstance(value, dict) and isinstance(here, dict):
+            _merge_into(here, value)
+        elif isinstance(value, list) and isinstance(here, list):
+            into[key] = [*here, *value]
+        else:
+            into[key] = copy.deepcopy(value)
