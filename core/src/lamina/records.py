@@ -6,6 +6,7 @@ each to the plugin that supplied it and rejects two records of one kind with one
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -203,11 +204,40 @@ class ModelInfo:
 
 @frozen(kw_only=True)
 class Summarizer:
-    """Condenses blocks into at most ``max_tokens`` tokens of text (for compaction)."""
+    """Condenses blocks into at most ``max_tokens`` tokens of text (for compaction).
+
+    ``summarize(blocks, max_tokens, tokenizer)`` may also take an ``instructions`` keyword:
+    what the caller wants the summary to keep. ``run`` passes them only to one that takes
+    them. A block whose ``provenance.metadata["summary"]`` is a string is an earlier summary
+    to fold in.
+    """
 
     name: str
     summarize: Callable[[Sequence[Block], int, Tokenizer], str]
     description: str = ""
+
+    @property
+    def takes_instructions(self) -> bool:
+        """Whether ``summarize`` accepts an ``instructions`` keyword."""
+        try:
+            params = inspect.signature(self.summarize).parameters.values()
+        except (TypeError, ValueError):
+            return False
+        return any(p.name == "instructions" or p.kind is p.VAR_KEYWORD for p in params)
+
+    def run(
+        self,
+        blocks: Sequence[Block],
+        max_tokens: int,
+        tokenizer: Tokenizer,
+        *,
+        instructions: str | None = None,
+    ) -> str:
+        """``summarize``, with ``instructions`` when given and taken (else without them)."""
+        if instructions is not None and self.takes_instructions:
+            summarize: Callable[..., str] = self.summarize
+            return summarize(blocks, max_tokens, tokenizer, instructions=instructions)
+        return self.summarize(blocks, max_tokens, tokenizer)
 
 
 @frozen(kw_only=True)
@@ -233,6 +263,11 @@ class Adapter:
     context was too long, which sends the host down the reactive-compaction path.
     ``native_system`` is false for providers with no system field (it then goes first in the
     messages).
+
+    ``send(context, options)``, when the adapter can send, posts ``build_request(context,
+    options)`` to the provider and returns its reply as an ``AgentResult`` (the assistant
+    message, the usage with cached tokens, the stop reason); ``asend`` is the same for
+    asyncio. Both are optional: ``None`` means the host sends the payload itself.
     """
 
     name: str
@@ -241,6 +276,8 @@ class Adapter:
     is_context_overflow: Callable[[Any], bool] = _never_overflow
     native_system: bool = True
     description: str = ""
+    send: Callable[[AssembledContext, Mapping[str, Any]], AgentResult] | None = None
+    asend: Callable[[AssembledContext, Mapping[str, Any]], Awaitable[AgentResult]] | None = None
 
 
 @frozen(kw_only=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -34,7 +35,8 @@ def test_depends_on_the_kernel_only() -> None:
 def test_no_module_imports_another_plugin() -> None:
     allowed = {"lamina", "lamina_openai", "attrs"} | set(sys.stdlib_module_names)
     for path in PACKAGE.rglob("*.py"):
-        assert _imported(path) <= allowed, path
+        sdk = {"openai"} if path.name == "send.py" else set()
+        assert _imported(path) <= allowed | sdk, path
     for path in (PROJECT / "tests").rglob("*.py"):
         plugins = {m for m in _imported(path) if m.startswith("lamina_")}
         assert plugins <= {"lamina_openai"}, path
@@ -49,3 +51,15 @@ def test_license_readme_classifiers_and_types_ship() -> None:
     urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL") or ())
     assert urls["Homepage"] == "https://github.com/lamina-dev/lamina"
     assert (PACKAGE / "py.typed").is_file()
+
+
+def test_the_sdk_is_an_extra_imported_only_when_sending() -> None:
+    """``openai`` is the ``sdk`` extra, not a dependency, and ``send.py`` imports it
+    inside functions only, so building payloads never needs it."""
+    project = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(r.startswith("openai") for r in project["optional-dependencies"]["sdk"])
+    assert not any(r.startswith("openai") for r in project["dependencies"])
+    tree = ast.parse((PACKAGE / "send.py").read_text(encoding="utf-8"))
+    top = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    top |= {n.module or "" for n in tree.body if isinstance(n, ast.ImportFrom)}
+    assert not any(name.split(".")[0] == "openai" for name in top)

@@ -22,7 +22,16 @@ WRAPPED_ARGUMENT = "value"
 
 def tool_arguments(part: ToolCallPart) -> dict[str, Any]:
     """The call's arguments as a JSON object (see the module docstring for the wrapping)."""
-    arguments: Any = part.arguments
+    return _decoded(part.arguments)
+
+
+def call_part(id: str, name: str, arguments: Any) -> ToolCallPart:
+    """A tool call a provider replied with; its arguments (an object, or OpenAI's JSON string
+    of one; empty means none) wrapped as above when they are not an object."""
+    return ToolCallPart(id=id, name=name, arguments=_decoded(arguments or None))
+
+
+def _decoded(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, dict):
         return arguments
     if arguments is None:

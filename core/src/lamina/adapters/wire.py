@@ -52,9 +52,13 @@ def error_text(error: Any) -> str:
 
 def overflow_detector(*markers: str) -> Callable[[Any], bool]:
     """An ``is_context_overflow`` that says yes when the error's text holds any of ``markers``
-    (lower case)."""
+    (lower case), and for a ``ContextOverflowError`` an adapter's ``send`` raised."""
 
     def is_context_overflow(error: Any) -> bool:
+        from lamina.adapters.send import SendError
+
+        if isinstance(error, SendError):  # already classified when it was raised
+            return error.overflow
         text = error_text(error)
         return any(marker in text for marker in markers)
 

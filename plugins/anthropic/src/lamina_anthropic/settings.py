@@ -6,13 +6,14 @@ from typing import Literal
 
 from attrs import field, frozen
 
-from lamina.adapters import ModelOverride
+from lamina.adapters import ModelOverride, SendSettings
 
 
 @frozen(kw_only=True)
-class AnthropicSettings:
+class AnthropicSettings(SendSettings):
     """``cache`` turns breakpoints on; ``cache_ttl`` is their lifetime (``5m`` or ``1h``);
-    ``models`` overrides limits per model name."""
+    ``models`` overrides limits per model name. Sending (``base_url``, ``api_key_env``,
+    ``timeout``, ``max_retries``, the ``summarizer`` table) is ``SendSettings``'."""
 
     cache: bool = True
     cache_ttl: Literal["5m", "1h"] = "5m"

@@ -1,6 +1,7 @@
 """Lamina adapter for Google's Gemini API (``generateContent``): ``systemInstruction``,
 user/model contents with function calls and responses, Gemini model limits, a calibrated
-token estimate.
+token estimate; with the ``sdk`` extra the adapter also sends (``send`` / ``asend``), and
+``[plugins.gemini.summarizer]`` registers the ``gemini-llm`` summarizer.
 
 ``plugin`` is the object the ``lamina`` entry point names; the plumbing comes from the
 kernel's adapter kit, ``lamina.adapters``.
@@ -12,7 +13,7 @@ from functools import partial
 
 from lamina import Adapter
 from lamina.adapters import AdapterPlugin, CalibratedEstimate
-from lamina_gemini import contents
+from lamina_gemini import contents, send
 from lamina_gemini.models import PROVIDER, model_info
 from lamina_gemini.settings import GeminiSettings
 
@@ -30,11 +31,13 @@ def adapters(settings: GeminiSettings) -> list[Adapter]:
 
 
 #: The plugin: the adapter, Gemini model info from models.dev with
-#: ``[plugins.gemini.models]`` overrides, and a calibratable estimate (no offline tokenizer).
+#: ``[plugins.gemini.models]`` overrides, a calibratable estimate (no offline tokenizer), and
+#: sending through the ``google-genai`` SDK.
 plugin = AdapterPlugin(
     provider=PROVIDER,
     settings_class=GeminiSettings,
     adapters=adapters,
     model_info=model_info,
     tokenizer=partial(CalibratedEstimate, chars_per_token=4.0, label="gemini-estimate"),
+    transport=send.transport,
 )
