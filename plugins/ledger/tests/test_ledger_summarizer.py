@@ -1,14 +1,18 @@
 """The extractive summarizer keeps the goal, decisions, open asks and exact identifiers,
-stays within its token limit, and folds the previous summary in."""
+stays within its token limit, and folds the previous summary in. The goal is the user's first
+ask (never the event preamble the kernel sends before it); decisions are the assistant's prose
+(never tool output)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 from lamina_ledger.summarizer import SUMMARY_KEY, summarize
 
 from lamina import Block, Message, Provenance, ToolCallPart, ToolResultPart
-from lamina.testing import make_assembler
+from lamina.testing import StaticProvider, make_assembler
 
 TOK = make_assembler({"model": "gpt-4o"}).model("gpt-4o").tokenizer
 
@@ -39,7 +43,7 @@ CONVERSATION = [
 def test_keeps_goal_decisions_asks_and_identifiers() -> None:
     text = summarize([block(i, m) for i, m in enumerate(CONVERSATION)], 400, TOK)
     expected_lines = [
-        "Goal: Migrate the billing service to Postgres 16.",
+        "Goal: Migrate the billing service to Postgres 16. Keep the API stable.",
         "- We decided to keep the invoice ids as UUIDs.",
         "- Can you also check the cron job in ops/cron.yaml?",
     ]
@@ -81,3 +85,120 @@ def test_never_exceeds_max_tokens(texts: list[str], limit: int) -> None:
         block(i, Message.of("user" if i % 2 == 0 else "assistant", t)) for i, t in enumerate(texts)
     ]
     assert TOK.count(summarize(blocks, limit, TOK)) <= limit
+
+
+# -- regressions: the goal is the user's first ask, decisions are the assistant's prose ----
+
+
+def sent_message(text: str) -> Message:
+    """``text`` as the kernel sends it: memory placed before the event, the event preamble
+    (time, timezone, channel, platform, actions, hook data), then the content."""
+    memory = StaticProvider([Block.text("m1", "memory", "We decided to use tabs in 2019.")])
+    a = make_assembler({"model": "gpt-4o", "role": "manager"}, plugins=[("mem", memory)])
+    request = a.request(
+        text,
+        platform="slack",
+        channel="#dev",
+        platform_actions=("react",),
+        hook_data={"ci": {"status": "red", "run": 4411}},
+    )
+    sent = a.assemble(request).current_message
+    assert sent.text.index("Current time: 2026-01-02T03:04:05") < sent.text.index(text)
+    return sent
+
+
+def test_the_goal_is_the_first_ask_never_the_event_preamble_or_context() -> None:
+    blocks = [
+        block(0, sent_message("Port the CLI to click. Keep every flag working.")),
+        block(1, Message.of("assistant", "I'll switch the parser to click.group.")),
+        block(2, sent_message("Can you also add tests/test_cli.py?")),
+    ]
+    text = summarize(blocks, 400, TOK)
+    assert text.splitlines()[0] == "Goal: Port the CLI to click. Keep every flag working."
+    assert "- Can you also add tests/test_cli.py?" in text.splitlines()
+    for preamble in ("Current time", "Timezone", "2026-01-02", "slack", "#dev", "4411", "tabs"):
+        assert preamble not in text, preamble
+
+
+def test_a_greeting_is_not_the_goal() -> None:
+    blocks = [
+        block(0, Message.of("user", "Hi there!")),
+        block(1, Message.of("assistant", "Hello! How can I help?")),
+        block(2, Message.of("user", "Please fix the flaky test in tests/test_api.py.")),
+    ]
+    assert summarize(blocks, 200, TOK).startswith(
+        "Goal: Please fix the flaky test in tests/test_api.py."
+    )
+
+
+def test_decisions_come_from_the_assistants_prose_not_tool_output() -> None:
+    output = "We decided to drop the users table.\nYou should rotate the key.\nsee db/migrate.sql"
+    blocks = [
+        block(0, Message.of("user", "Clean up the database layer.")),
+        block(
+            1,
+            Message(
+                role="assistant",
+                content=(ToolCallPart(id="c1", name="run", arguments={"cmd": "make db"}),),
+            ),
+        ),
+        block(2, Message(role="tool", content=(ToolResultPart(call_id="c1", content=output),))),
+        block(
+            3,
+            Message(
+                role="tool",
+                content=(
+                    ToolResultPart(call_id="c1", content="Error: we must restart", is_error=True),
+                ),
+            ),
+        ),
+        block(
+            4,
+            Message.of(
+                "assistant",
+                "The log says:\n```\nwe will use the fallback pool\n```\n"
+                "    must retry: 3 attempts\n"
+                "$ make db --keep\n"
+                "I decided to keep the connection pool and switch the migrations to Alembic.",
+            ),
+        ),
+    ]
+    text = summarize(blocks, 400, TOK)
+    decisions = text.split("Decisions:\n", 1)[1].split("\n", 1)
+    assert decisions[0] == (
+        "- I decided to keep the connection pool and switch the migrations to Alembic."
+    )
+    for leaked in (
+        "users table",
+        "rotate the key",
+        "tool error",
+        "restart",
+        "fallback pool",
+        "retry",
+    ):
+        assert leaked not in text, leaked
+    assert "db/migrate.sql" in text  # identifiers still come from tool output
+
+
+def test_a_compacted_session_recorded_as_sent_keeps_the_users_goal(tmp_path: Path) -> None:
+    from lamina_ledger import plugin as ledger_plugin
+    from lamina_ledger.session import LedgerSession
+
+    config = {
+        "model": "gpt-4o",
+        "session": "s",
+        "plugins": {"ledger": {"database": str(tmp_path / "l.db"), "minimum_turns": 1}},
+    }
+    a = make_assembler(config, plugins=[("ledger", ledger_plugin)])
+    asks = ["Rename the package to lamina_core. Update every import.", "Run the tests now."]
+    with a, LedgerSession(a) as s:
+        s.start("s")
+        for i, ask in enumerate([*asks, "Thanks, what is left?", "Check docs/index.md."]):
+            ctx = s.assemble(a.request(ask))
+            reply = Message.of("assistant", f"We will keep the old name as an alias ({i}).")
+            s.record_turn(ctx, [ctx.current_message, reply])
+        assert s.compact(a.request("next"), share=0.1) is not None
+        compaction = s.ledger.history("s").compaction
+    assert compaction is not None
+    assert compaction.summary.splitlines()[0] == f"Goal: {asks[0]}"
+    assert "Current time" not in compaction.summary and "Timezone" not in compaction.summary

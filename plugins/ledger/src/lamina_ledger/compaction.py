@@ -6,6 +6,7 @@ existing is edited or deleted; the summary and the new first-kept turn are a new
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from attrs import frozen
@@ -16,7 +17,10 @@ from lamina_ledger.errors import LedgerConflict
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.records import History, Trigger, Turn
 from lamina_ledger.settings import LedgerSettings
+from lamina_ledger.summarizer import NAME as EXTRACTIVE
+from lamina_ledger.summarizer import summarizer as extractive
 
+LOG = logging.getLogger("lamina.ledger")
 #: The least a summary is given, however small the budget.
 MIN_SUMMARY_TOKENS = 64
 #: How often a compaction is made again after the session moved to another branch meanwhile.
@@ -34,6 +38,10 @@ class CompactionResult:
     tokens_before: int
     tokens_after: int
     trigger: Trigger
+    #: The summarizer that wrote the summary (the extractive one when the configured failed).
+    summarizer: str = EXTRACTIVE
+    #: What went wrong on the way, for the host's report (a summarizer that failed, say).
+    warnings: tuple[str, ...] = ()
 
 
 def message_size(message: Message, tokenizer: Tokenizer) -> int:
@@ -100,6 +108,7 @@ def compact_history(
     trigger: Trigger = "manual",
     plugin: str = "ledger",
     pinned: bool = False,
+    instructions: str | None = None,
 ) -> CompactionResult | None:
     """Summarize the oldest turns of ``history`` so the rest fits ``history_budget`` tokens
     (summary included) and append the compaction. ``None``: nothing could be summarized.
@@ -107,7 +116,8 @@ def compact_history(
     The compaction goes on top of the session's head when it is written (turns appended since
     ``history`` was read are kept after it); when the head moved to another branch meanwhile,
     the history is read again and the compaction made again. ``pinned``: ``history`` was read
-    at a chosen turn (a branch), and the compaction goes right after that turn."""
+    at a chosen turn (a branch), and the compaction goes right after that turn.
+    ``instructions`` go to a summarizer that takes them (see ``summarize``)."""
     for attempt in range(1, ATTEMPTS + 1):
         try:
             return _compact_once(
@@ -121,6 +131,7 @@ def compact_history(
                     overhead=overhead,
                     trigger=trigger,
                     plugin=plugin,
+                    instructions=instructions,
                 ),
                 pinned=pinned,
             )
@@ -142,6 +153,39 @@ class _Plan:
     overhead: int
     trigger: Trigger
     plugin: str
+    instructions: str | None = None
+
+
+def summarize(
+    summarizer: Summarizer,
+    blocks: Sequence[Block],
+    allowance: int,
+    tokenizer: Tokenizer,
+    instructions: str | None = None,
+) -> tuple[str, str, tuple[str, ...]]:
+    """(summary, name of the summarizer that wrote it, warnings). A summarizer that raises or
+    returns nothing (an LLM that could not be reached, an empty reply) is replaced by the
+    extractive one, with a warning; instructions a summarizer does not take are a warning."""
+    warnings: list[str] = []
+    if instructions is not None and not summarizer.takes_instructions:
+        warnings.append(
+            f"summarizer {summarizer.name!r} takes no instructions; compacted without them"
+        )
+    if summarizer.name == EXTRACTIVE:
+        return summarizer.run(blocks, allowance, tokenizer), summarizer.name, tuple(warnings)
+    try:
+        text = summarizer.run(blocks, allowance, tokenizer, instructions=instructions)
+        if text.strip():
+            return text, summarizer.name, tuple(warnings)
+        reason = "it returned an empty summary"
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+    warnings.append(
+        f"summarizer {summarizer.name!r} failed ({reason}); compacted with the extractive "
+        f"summary ({EXTRACTIVE!r}) instead"
+    )
+    LOG.warning("%s", warnings[-1])
+    return extractive().run(blocks, allowance, tokenizer), EXTRACTIVE, tuple(warnings)
 
 
 def _compact_once(
@@ -164,7 +208,9 @@ def _compact_once(
     blocks: list[Block] = [previous] if previous is not None else []
     for t in turns[:k]:
         blocks += turn_blocks(t, plan.plugin)
-    summary = plan.summarizer.summarize(blocks, allowance, tokenizer)
+    summary, made_by, warnings = summarize(
+        plan.summarizer, blocks, allowance, tokenizer, plan.instructions
+    )
     after = tokenizer.count(summary_text(summary, settings)) + overhead + sum(sizes[k:])
     before = previous_tokens + sum(sizes)
     first_kept = turns[k].id if k < len(turns) else None
@@ -175,7 +221,7 @@ def _compact_once(
         tokens_before=before,
         tokens_after=after,
         trigger=plan.trigger,
-        summarizer=plan.summarizer.name,
+        summarizer=made_by,
         parent_turn_id=history.head_turn_id if pinned else None,
         expected_head=None if pinned else history.head_turn_id,
     )
@@ -187,4 +233,6 @@ def _compact_once(
         tokens_before=before,
         tokens_after=after,
         trigger=plan.trigger,
+        summarizer=made_by,
+        warnings=warnings,
     )

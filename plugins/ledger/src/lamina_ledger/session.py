@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+from attrs import evolve
+
 from lamina import (
     SESSION,
     AssembledContext,
@@ -93,6 +95,7 @@ class LedgerSession:
         # Per session: the last request assembled and when (its user message's context_json).
         self._assembled: dict[str, tuple[AssemblyRequest, datetime]] = {}
         self._locks_lock = threading.Lock()
+        self._noted = threading.local()  # per thread: the running assembly's compaction warnings
 
     def close(self) -> None:
         POOL.withdraw(self.target, self.ledger)
@@ -134,7 +137,8 @@ class LedgerSession:
     def assemble(self, request: AssemblyRequest) -> AssembledContext:
         with self._session(request.session_label):
             self._assembled[request.session_label] = (request, self.assembler.clock())
-            return self._assemble(request)
+            self._noted.warnings = []
+            return self._reported(self._assemble(request))
 
     def _assemble(self, request: AssemblyRequest) -> AssembledContext:
         """Assemble; when the history would not fit whole, compact to ``compact_target`` of
@@ -175,11 +179,14 @@ class LedgerSession:
         was sent, when given): compact to ``recovery_target`` (trigger ``overflow_recovery``)
         and assemble again."""
         with self._session(request.session_label):
+            self._noted.warnings = []
             available, fixed = self._budget(request, failed)
             result = self._compact(
                 request, self.settings.recovery_target, available, fixed, "overflow_recovery"
             )
-            return self._observed(request, self.assembler.assemble(_after(request, result)))
+            return self._reported(
+                self._observed(request, self.assembler.assemble(_after(request, result)))
+            )
 
     def run(
         self,
@@ -207,14 +214,16 @@ class LedgerSession:
         *,
         share: float | None = None,
         trigger: Trigger = "manual",
+        instructions: str | None = None,
     ) -> CompactionResult | None:
         """Compact now so the request would use at most ``share`` (default ``compact_target``)
-        of the available tokens. ``None`` when there was nothing to summarize."""
+        of the available tokens; ``instructions`` (what the summary should keep) go to the
+        summarizer when it takes them, else the result's ``warnings`` say so. ``None`` when
+        there was nothing to summarize."""
         with self._session(request.session_label):
             available, fixed = self._budget(request, None)
-            return self._compact(
-                request, share or self.settings.compact_target, available, fixed, trigger
-            )
+            share = share or self.settings.compact_target
+            return self._compact(request, share, available, fixed, trigger, instructions)
 
     # -- asyncio -------------------------------------------------------------------------
 
@@ -235,9 +244,13 @@ class LedgerSession:
         *,
         share: float | None = None,
         trigger: Trigger = "manual",
+        instructions: str | None = None,
     ) -> CompactionResult | None:
         """``compact`` on a worker thread."""
-        return await asyncio.to_thread(self.compact, request, share=share, trigger=trigger)
+        call = functools.partial(
+            self.compact, request, share=share, trigger=trigger, instructions=instructions
+        )
+        return await asyncio.to_thread(call)
 
     async def arecord_turn(
         self,
@@ -374,7 +387,13 @@ class LedgerSession:
         return ctx.token_budget.available, used.total - used.history
 
     def _compact(
-        self, request: AssemblyRequest, share: float, available: int, fixed: int, trigger: Trigger
+        self,
+        request: AssemblyRequest,
+        share: float,
+        available: int,
+        fixed: int,
+        trigger: Trigger,
+        instructions: str | None = None,
     ) -> CompactionResult | None:
         resolved = self.assembler.model(request.model)
         history = self.ledger.history(request.session_label, at_turn=request.parent_turn_id)
@@ -390,9 +409,11 @@ class LedgerSession:
             trigger=trigger,
             plugin=self.plugin,
             pinned=request.parent_turn_id is not None,
+            instructions=instructions,
         )
         if result is not None:
             self.compactions.append(result)
+            getattr(self._noted, "warnings", []).extend(result.warnings)  # for the report
         elif trigger == "overflow_recovery":
             raise LedgerError(
                 f"context overflow but nothing left to compact (the newest "
@@ -401,6 +422,14 @@ class LedgerSession:
                 turn=history.head_turn_id,
             )
         return result
+
+    def _reported(self, ctx: AssembledContext) -> AssembledContext:
+        """``ctx`` with the warnings of the compactions made for it in its report."""
+        noted, self._noted.warnings = getattr(self._noted, "warnings", []), []
+        if not noted:
+            return ctx
+        warnings = (*ctx.report.warnings, *(f"plugin {self.plugin!r}: {w}" for w in noted))
+        return evolve(ctx, report=evolve(ctx.report, warnings=warnings))
 
     def _adapter_check(self, ctx: AssembledContext) -> Callable[[BaseException], bool]:
         try:

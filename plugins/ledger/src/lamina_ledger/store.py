@@ -8,16 +8,12 @@ One ``LedgerSession`` (one open ledger) per assembler, opened on first use and c
 from __future__ import annotations
 
 import asyncio
-import inspect
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from typing import Any
-
-from attrs import evolve
 
 from lamina import (
     AgentResult,
@@ -29,7 +25,6 @@ from lamina import (
     Event,
     SessionStats,
     SessionStore,
-    Summarizer,
     Usage,
 )
 from lamina_ledger.db import db_errors
@@ -43,30 +38,12 @@ STARTED = 4096
 
 
 class _Session(LedgerSession):
-    """A ``LedgerSession`` whose summarizer gets the instructions of the compaction running on
-    this thread, when it takes them (an ``instructions`` keyword)."""
+    """A ``LedgerSession`` that remembers which sessions it created."""
 
     def __init__(self, assembler: Any, *, plugin: str, settings: LedgerSettings) -> None:
         super().__init__(assembler, plugin=plugin, settings=settings)
-        self.local = threading.local()
         self.started: OrderedDict[str, None] = OrderedDict()
         self.lock = threading.Lock()
-
-    def summarizer(self) -> Summarizer:
-        base = super().summarizer()
-        text: str | None = getattr(self.local, "instructions", None)
-        if text is None or not takes_instructions(base):
-            return base
-        summarize: Any = base.summarize  # takes the keyword beyond the kernel's contract
-        return evolve(base, summarize=partial(summarize, instructions=text))
-
-    @contextmanager
-    def instructions(self, text: str | None) -> Iterator[None]:
-        self.local.instructions = text
-        try:
-            yield
-        finally:
-            self.local.instructions = None
 
     def start_once(self, label: str) -> None:
         """Create ``label`` unless this store already did (a host's first call for a new
@@ -80,15 +57,6 @@ class _Session(LedgerSession):
             self.started[label] = None
             while len(self.started) > STARTED:
                 self.started.popitem(last=False)
-
-
-def takes_instructions(summarizer: Summarizer) -> bool:
-    """Whether the summarizer's ``summarize`` accepts an ``instructions`` keyword."""
-    try:
-        params = inspect.signature(summarizer.summarize).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "instructions" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 class LedgerStore:
@@ -147,14 +115,12 @@ class LedgerStore:
         label = request.session_label
         with _known(label):
             session.ledger.head(label)
-        warnings: list[str] = []
-        if compaction.instructions is not None and not takes_instructions(session.summarizer()):
-            warnings.append(
-                f"summarizer {session.settings.summarizer!r} takes no instructions; "
-                "compacted without them"
-            )
-        with session.instructions(compaction.instructions):
-            done = session.compact(request, share=compaction.target, trigger=compaction.trigger)
+        done = session.compact(
+            request,
+            share=compaction.target,
+            trigger=compaction.trigger,
+            instructions=compaction.instructions,
+        )
         session.compactions.clear()
         if done is None:
             return CompactionOutcome(
@@ -162,7 +128,6 @@ class LedgerStore:
                 compacted=False,
                 trigger=compaction.trigger,
                 warnings=(
-                    *warnings,
                     f"nothing to compact (the newest {session.settings.minimum_turns} turns "
                     "are always kept)",
                 ),
@@ -176,7 +141,7 @@ class LedgerStore:
             kept_turns=done.kept_turns,
             tokens_before=done.tokens_before,
             tokens_after=done.tokens_after,
-            warnings=tuple(warnings),
+            warnings=done.warnings,
         )
 
     def stats(self, assembler: Any, label: str) -> SessionStats:

@@ -1,6 +1,12 @@
 """The default summarizer: deterministic and extractive (no network). It keeps what an agent
-needs after compaction: the goal, the decisions, the open asks and exact identifiers (file
-paths, URLs, numbers, names in backticks), and folds in the previous summary."""
+needs after compaction: the goal (from the user's first ask), the decisions (from the
+assistant's prose), the open asks and exact identifiers (file paths, URLs, numbers, names in
+backticks), and folds in the previous summary.
+
+A user message recorded as sent carries the event's preamble (``Current time: …``,
+``Timezone: …``, platform and hook lines) and the context placed before it; only what follows
+the preamble is the user's ask. Tool output (calls, results, code blocks and logs in the
+assistant's text) gives identifiers, never the goal or a decision."""
 
 from __future__ import annotations
 
@@ -31,6 +37,20 @@ _ASK = re.compile(
 )
 _NOT_EXT = {"e.g", "i.e", "etc", "vs"}
 _MAX_ITEM = 240
+#: The most of the first ask the goal keeps (whole sentences, at least one).
+_GOAL_CHARS = 200
+#: The event preamble the kernel puts before the current message's content.
+_PREAMBLE = re.compile(
+    r"(?m)^Current time: [^\n]*\nTimezone: [^\n]*"
+    r"(?:\n(?:Channel|Platform|Available actions|Hook [^:\n]{1,80}): [^\n]*)*"
+)
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+#: Lines of tool output in prose: indented code, shell prompts, quotes, tables, tracebacks.
+_OUTPUT_LINE = re.compile(r"^(?: {4}|\t|\s*(?:\$ |> |\||Traceback|File \"|at \S+\(|[+-]{3} ))")
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|thanks|thank you|good (?:morning|afternoon|evening))\b[\s\w,!.]{0,20}$",
+    re.IGNORECASE,
+)
 
 
 def _clip(text: str, limit: int = _MAX_ITEM) -> str:
@@ -40,6 +60,38 @@ def _clip(text: str, limit: int = _MAX_ITEM) -> str:
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 2]
+
+
+def user_ask(text: str) -> str:
+    """What the user wrote: the text after the event preamble when there is one (the
+    context placed before the preamble is not the user's either), else all of it."""
+    found = list(_PREAMBLE.finditer(text))
+    return text[found[-1].end() :].strip() if found else text.strip()
+
+
+def prose(text: str) -> str:
+    """The assistant's own words: fenced code blocks and lines of pasted output left out."""
+    lines = _FENCE.sub("\n", text).splitlines()
+    return "\n".join(line for line in lines if not _OUTPUT_LINE.match(line))
+
+
+def _worded(sentence: str) -> bool:
+    """A sentence of words (three or more, mostly letters), not a fragment of output."""
+    letters = sum(c.isalpha() or c.isspace() for c in sentence)
+    return len(sentence.split()) >= 3 and letters >= 0.7 * len(sentence)
+
+
+def _goal(sentences: list[str]) -> str | None:
+    """The ask's leading sentences (greetings skipped), up to ``_GOAL_CHARS``."""
+    asked = [s for s in sentences if not _GREETING.match(s)]
+    if not asked:
+        return None
+    goal = asked[0]
+    for s in asked[1:]:
+        if len(goal) + 1 + len(s) > _GOAL_CHARS:
+            break
+        goal += " " + s
+    return _clip(goal)
 
 
 def identifiers(text: str, *, numbers: bool) -> list[str]:
@@ -101,16 +153,21 @@ class _Notes:
         }[section]
 
     def text(self, role: str | None, text: str) -> None:
+        if role == "user":
+            text = user_ask(text)
         for ident in identifiers(text, numbers=True):
             self.add(self.idents, ident)
-        for s in _sentences(text):
-            if role == "user":
-                if self.goal is None:
-                    self.goal = _clip(s)
-                elif _ASK.search(s):
+        if role == "user":
+            sentences = _sentences(text)
+            if self.goal is None:
+                self.goal = _goal(sentences)
+            for s in sentences:
+                if _ASK.search(s) and s not in (self.goal or ""):
                     self.add(self.asks, s)
-            elif role == "assistant" and _DECIDE.search(s):
-                self.add(self.decisions, s)
+        elif role == "assistant":
+            for s in _sentences(prose(text)):
+                if _DECIDE.search(s) and _worded(s):
+                    self.add(self.decisions, s)
 
     def call(self, part: ToolCallPart) -> None:
         args = ", ".join(f"{k}={v!r}" for k, v in sorted(part.arguments.items()))
@@ -124,8 +181,6 @@ class _Notes:
         head = part.content[:4000]
         for ident in identifiers(head, numbers=False)[:8]:
             self.add(self.idents, ident)
-        if part.is_error:
-            self.add(self.decisions, f"tool error: {_clip(part.content, 160)}")
 
 
 _SECTIONS = ("Decisions", "Open asks", "Identifiers", "Tools used")
