@@ -500,6 +500,33 @@ def test_summarizable_blocks_are_summarized_by_the_configured_summarizer():
     assert calls and calls[0][0] == ("old",) and calls[0][1] <= 60
 
 
+@pytest.mark.parametrize("failure", ["raises", "not text"])
+def test_a_failing_summarizer_is_a_warning_and_the_block_is_cut_without_it(failure):
+    def broken(blocks, max_tokens, tokenizer):
+        if failure == "raises":
+            raise ConnectionError("the summarizing model is down")
+        return None
+
+    class Summaries:
+        @lamina.hookimpl
+        def lamina_summarizers(self):
+            return [lamina.Summarizer(name="llm-ish", summarize=broken)]
+
+    blocks = [Block.text("old", "memory", words(300), summarizable=True, priority=0.1)]
+    a = make_assembler(
+        {
+            "model": "gpt-4o",
+            "fit": {"summarizer": "llm-ish"},
+            "layers": {"memory": {"max_tokens": 60}},
+        },
+        plugins=[("fixture", StaticProvider(blocks)), ("summaries", Summaries())],
+    )
+    ctx = a.assemble(a.request("q"))
+    report = next(b for b in ctx.report.blocks if b.id == "old")
+    assert report.status in ("truncated", "dropped") and report.tokens <= 60
+    assert any("summarizer 'llm-ish' failed on old" in w for w in ctx.report.warnings)
+
+
 def test_unknown_summarizer_is_a_config_error():
     with pytest.raises(lamina.ConfigError, match="unknown summarizer 'llm'"):
         make_assembler({"fit": {"summarizer": "llm"}})

@@ -12,6 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
+    from lamina.adapters.send import ContextOverflowError as ContextOverflowError
+    from lamina.adapters.send import SendError as SendError
     from lamina.assembly.engine import Assembler as Assembler
     from lamina.assembly.measure import IMAGE_TOKENS as IMAGE_TOKENS
     from lamina.assembly.measure import count_parts as count_parts
@@ -232,6 +234,8 @@ _EXPORTS: dict[str, str] = {
     "event_context": "lamina.model",
     "counted": "lamina.wording",
     "config_option": "lamina.cli_options",
+    "SendError": "lamina.adapters.send",
+    "ContextOverflowError": "lamina.adapters.send",
     "plural": "lamina.wording",
     "attachment_record": "lamina.model",
     "FitStrategy": "lamina.records",

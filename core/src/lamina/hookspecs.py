@@ -228,7 +228,11 @@ def lamina_fit_strategies(config: LaminaConfig, settings: Any) -> Iterable[FitSt
 @hookspec
 def lamina_summarizers(config: LaminaConfig, settings: Any) -> Iterable[Summarizer]:  # type: ignore[empty-body]
     """Return named summarizers used to compact blocks marked ``summarizable``
-    (``[fit] summarizer`` picks one).
+    (``[fit] summarizer`` picks one) and the ledger's history (``[plugins.ledger]
+    summarizer``). ``summarize`` may take an ``instructions`` keyword (a caller's custom
+    instructions, e.g. ``compact(instructions=...)``); one that raises is reported and the
+    kernel cuts without it, the ledger falls back to its extractive summary. The adapter kit's
+    ``lamina.adapters.llm_summarizer`` builds one that asks a model through an adapter's ``send``.
 
     Example::
 
@@ -254,6 +258,8 @@ def lamina_formatters(config: LaminaConfig, settings: Any) -> Iterable[Formatter
 @hookspec
 def lamina_adapters(config: LaminaConfig, settings: Any) -> Iterable[Adapter]:  # type: ignore[empty-body]
     """Return provider adapters (``lamina assemble --provider NAME --format payload``).
+    An adapter may also ``send`` (and ``asend``) the payload it builds and return the reply as
+    an ``AgentResult``; ``lamina.adapters`` has the kit the first-party adapters share.
 
     Example::
 

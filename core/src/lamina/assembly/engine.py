@@ -245,7 +245,7 @@ class Assembler:
         measurer = Measurer(
             self.rules, model.counter, self._render_cache, model.info.message_overhead
         )
-        fitter = self._fitter(overrides, measurer, state.budget.available)
+        fitter = self._fitter(overrides, measurer, state.budget.available, state.warnings)
         with state.phase("gather", progress):
             self._gatherer.gather(state, self.rules)
         with state.phase("place", progress):
@@ -266,7 +266,9 @@ class Assembler:
         """The pipeline as the innermost ``lamina_wrap_assembly``."""
         return self.run(call.request, call.overrides)
 
-    def _fitter(self, overrides: Overrides, measurer: Measurer, available: int) -> Fitter:
+    def _fitter(
+        self, overrides: Overrides, measurer: Measurer, available: int, warnings: list[str]
+    ) -> Fitter:
         cfg = self.config
         strategy: FitStrategy = self.registry.fit_strategies[
             overrides.strategy or cfg.fit.strategy
@@ -283,6 +285,7 @@ class Assembler:
             else overrides.minimum_recent,
             summarizer=summarizer,
             caps=self.rules.caps(available),
+            warnings=warnings,
         )
 
     # -- set-up checks -------------------------------------------------------------------

@@ -33,6 +33,8 @@ class Fitter:
     summarizer: Summarizer | None = None
     caps: dict[str, int] = field(factory=dict)
     markers: list[Item] = field(factory=list)
+    #: Where a summarizer's failure is reported (the assembly's warnings).
+    warnings: list[str] = field(factory=list)
 
     # -- totals --------------------------------------------------------------------------
 
@@ -92,7 +94,16 @@ class Fitter:
         original = item.block
         if original.text_part_index() is None or limit <= 0:
             return False
-        text = self.summarizer.summarize([original], limit, self.tokenizer)
+        try:
+            text = self.summarizer.summarize([original], limit, self.tokenizer)
+            if not isinstance(text, str):
+                raise TypeError(f"returned {type(text).__name__}, not text")
+        except Exception as exc:  # an optional step: the block is truncated or dropped instead
+            self.warnings.append(
+                f"summarizer {self.summarizer.name!r} failed on {original.id}: "
+                f"{type(exc).__name__}: {exc}; cut without it"
+            )
+            return False
         item.block = original.with_text(text)
         measured = self.measurer.measure(item)
         if 0 < measured <= limit:
