@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
+from lamina_ledger.prefix import Prefix
 from lamina_ledger.schema import SCHEMA_VERSION
+from lamina_ledger.stats import turn_report
 
-from lamina import Message
+from lamina import Message, Usage
 from lamina.testing.postgres import fresh_schema
 
 
@@ -27,8 +29,8 @@ def test_first_use_creates_a_wal_ledger_at_the_current_version(tmp_path: Path) -
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     meta = dict(conn.execute("SELECT key, value FROM ledger_meta").fetchall())
-    assert meta == {"application": "lamina-ledger", "schema_version": "3"}
-    assert SCHEMA_VERSION == 3
+    assert meta == {"application": "lamina-ledger", "schema_version": "4"}
+    assert SCHEMA_VERSION == 4
     conn.close()
 
 
@@ -91,7 +93,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     for readonly in (False, True):
-        with pytest.raises(LedgerError, match="schema version 99, newer than .* supports \\(3\\)"):
+        with pytest.raises(LedgerError, match="schema version 99, newer than .* supports \\(4\\)"):
             Ledger.open(str(path), readonly=readonly)
 
 
@@ -157,9 +159,30 @@ def test_postgres_ledger_recognized_and_versioned(postgres_dsn: str) -> None:
         Ledger.open(other)
 
 
+#: What schema version 4 added to ``turns``.
+V4_COLUMNS = (
+    "cost",
+    "stop_reason",
+    "error",
+    "prefix_sha256",
+    "prefix_tokens",
+    "prefix_base",
+    "prefix_blocks",
+    "prefix_change",
+    "prefix_block",
+)
+
+
 def downgrade(path: Path, version: int) -> None:
     """Take a current ledger back to schema ``version`` (dropping what later ones added)."""
     conn = sqlite3.connect(path)
+    for column in V4_COLUMNS:
+        conn.execute(f"ALTER TABLE turns DROP COLUMN {column}")
+    if version == 3:
+        conn.execute("UPDATE ledger_meta SET value = '3' WHERE key = 'schema_version'")
+        conn.commit()
+        conn.close()
+        return
     conn.execute("ALTER TABLE sessions DROP COLUMN version")
     conn.execute("ALTER TABLE messages DROP COLUMN content_hash")
     if version < 2:  # no record of which tokenizer counted
@@ -190,3 +213,44 @@ def test_an_older_ledger_is_read_as_it_is_and_migrated_by_a_writer(
             assert [t.counted_by for t in w.history("s").turns] == [counted_by, "o200k_base"]
             assert w.version("s") == 1
         assert [m.text for t in r.history("s").turns for m in t.messages] == ["a", "b"]
+
+
+def test_a_version_3_ledger_with_turns_is_read_then_migrated_in_place(target: str) -> None:
+    """Schema version 4 (cost, stop reason, error, stable prefix per turn) on a ledger that
+    already holds turns and a compaction, on SQLite and PostgreSQL: a reader reads it as it
+    is, a writer adds the columns, and nothing written before changes."""
+    used = Usage(input_tokens=100, cached_input_tokens=60, output_tokens=5)
+    with Ledger.open(target) as w:
+        for i in range(3):
+            w.append_turn("s", [Message.of("user", f"q{i}")], usage=used, model="gpt-4o")
+        w.record_compaction("s", "what happened", None, tokens_before=30, tokens_after=3)
+        w.append_turn("s", [Message.of("user", "q3")], usage=used, model="gpt-4o")
+        before = w.history("s")
+        ancestry = w.ancestry("s")
+        for column in V4_COLUMNS:
+            w.db.execute(f"ALTER TABLE turns DROP COLUMN {column}")
+        w.db.execute("UPDATE ledger_meta SET value = '3' WHERE key = 'schema_version'")
+    with Ledger.open(target, readonly=True) as r:
+        assert r.db.version() == 3
+        old = turn_report(r, "s")
+        assert [t.type for t in old.turns] == ["normal"] * 3 + ["compaction", "normal"]
+        assert all(t.cost is None and t.prefix_sha256 is None for t in old.turns)
+        assert (old.totals.input_tokens, old.totals.cost, old.totals.cache_busts) == (400, None, 0)
+    with Ledger.open(target) as w:
+        assert w.db.version() == SCHEMA_VERSION == 4
+        assert w.history("s") == before and w.ancestry("s") == ancestry
+        prefix = Prefix(sha256="a" * 64, tokens=12, blocks=(("rules", "h1"),))
+        w.append_turn(
+            "s",
+            [Message.of("user", "q4")],
+            usage=used,
+            model="gpt-4o",
+            stop_reason="end_turn",
+            error=None,
+            prefix=prefix,
+        )
+        new = turn_report(w, "s")
+    assert [t.cost is None for t in new.turns] == [True] * 5 + [False]
+    last = new.turns[-1]
+    assert (last.prefix_sha256, last.prefix_tokens, last.stop_reason) == ("a" * 64, 12, "end_turn")
+    assert new.totals.turns == 5 and new.totals.input_tokens == 500

@@ -165,33 +165,11 @@ class LedgerReader:
             return self._compaction(turn_id, session)
 
     def stats(self, session: str) -> Stats:
-        """Turns, compactions and provider-reported tokens over the session's ancestry."""
-        with self._failing(session), self.db.read():
-            head = self._head(session)
-            totals = {"normal": [0] * 6, "compaction": [0] * 6}
-            ids = [r[0] for r in self._walk(session, head, "all")] if head is not None else []
-            for chunk in chunks(ids, 500):
-                marks = ", ".join("?" * len(chunk))
-                for row in self.db.rows(
-                    "SELECT type, count(*), sum(input_tokens), sum(cached_input_tokens), "
-                    "sum(cache_creation_tokens), sum(output_tokens), count(input_tokens) "
-                    f"FROM turns WHERE id IN ({marks}) GROUP BY type",
-                    chunk,
-                ):
-                    acc = totals[row[0]]
-                    for i, v in enumerate(row[1:]):
-                        acc[i] += int(v or 0)
-            n, c = totals["normal"], totals["compaction"]
-            return Stats(
-                session=session,
-                turns=n[0],
-                compactions=c[0],
-                input_tokens=n[1] + c[1],
-                cached_input_tokens=n[2] + c[2],
-                cache_creation_tokens=n[3] + c[3],
-                output_tokens=n[4] + c[4],
-                turns_with_usage=n[5] + c[5],
-            )
+        """Turns, compactions, provider-reported tokens, cost and cache busts over the
+        session's ancestry (``lamina_ledger.stats`` has them turn by turn)."""
+        from lamina_ledger.stats import turn_report
+
+        return turn_report(self, session).totals
 
     # -- internals -----------------------------------------------------------------------
 

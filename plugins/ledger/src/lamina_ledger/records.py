@@ -76,6 +76,11 @@ class Stats:
     cache_creation_tokens: int
     output_tokens: int
     turns_with_usage: int
+    #: What the priced turns cost (US dollars at models.dev's prices; ``None``: none priced).
+    cost: float | None = None
+    priced_turns: int = 0
+    #: Turns whose stable prefix did not extend the previous turn's, without a compaction.
+    cache_busts: int = 0
 
     @property
     def cache_hit_ratio(self) -> float | None:

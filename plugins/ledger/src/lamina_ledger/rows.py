@@ -1,13 +1,16 @@
-"""Rows back into records: a turn with its messages (each decoded and checked once), and the
-small helpers the reader and writer share."""
+"""Rows back into records: a turn with its messages (each decoded and checked once); records
+into rows (messages checked to read back as given, counts a BIGINT holds); and the small helpers
+the reader and writer share."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lamina import Message, ToolCallPart, ToolResultPart, Usage
-from lamina_ledger.codec import load_context, load_parts, parts_hash
+from lamina_ledger.codec import dump_parts, load_context, load_parts, parts_hash
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.records import Turn
 
@@ -17,6 +20,8 @@ TURN_COLUMNS = (
     "cached_input_tokens, cache_creation_tokens, output_tokens, started_at, completed_at, "
     "counted_by"
 )
+#: The largest count a BIGINT column holds.
+BIGINT = 2**63 - 1
 
 
 def unanswered(messages: Iterator[Message] | Sequence[Message]) -> dict[str, None]:
@@ -77,3 +82,69 @@ def decode_turn(row: tuple[Any, ...], messages: list[tuple[Any, ...]], session: 
 def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def message_rows(
+    session: str,
+    turn_id: str,
+    messages: Sequence[Message],
+    message_tokens: Sequence[int | None] | None,
+) -> list[tuple[Any, ...]]:
+    """The rows for ``messages``, each checked to read back as it was given."""
+    if message_tokens is not None and len(message_tokens) != len(messages):
+        raise LedgerError(
+            f"{len(message_tokens)} message token counts for {len(messages)} messages",
+            session=session,
+            turn=turn_id,
+        )
+    rows = []
+    for seq, m in enumerate(messages):
+        if not isinstance(m, Message):
+            raise LedgerError(
+                f"message {seq} is a {type(m).__name__}, expected lamina.Message",
+                session=session,
+                turn=turn_id,
+            )
+        if m.role not in ROLES:
+            raise LedgerError(
+                f"message {seq} has unknown role {m.role!r}", session=session, turn=turn_id
+            )
+        try:
+            content = dump_parts(m.content)
+            load_parts(content)  # what cannot be read back is never written
+            content.encode("utf-8")
+            context = None
+            if m.context_json is not None:
+                context = json.dumps(m.context_json, sort_keys=True)
+        except (ValueError, TypeError) as exc:
+            raise LedgerError(
+                f"message {seq} cannot be stored: {exc}", session=session, turn=turn_id
+            ) from exc
+        tokens = None if message_tokens is None else message_tokens[seq]
+        check_count(tokens, f"message {seq}'s token count", session, turn_id)
+        rows.append((turn_id, seq, m.role, content, context, tokens, parts_hash(content)))
+    return rows
+
+
+def check_count(value: int | None, what: str, session: str | None, turn: str) -> None:
+    """A stored count is a whole number a BIGINT column holds."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= BIGINT:
+        raise LedgerError(
+            f"{what} must be a whole number from 0 to {BIGINT}, got {value!r}",
+            session=session,
+            turn=turn,
+        )
+
+
+def check_cost(value: float | None, session: str | None, turn: str) -> None:
+    """A stored cost is a finite, non-negative number of dollars."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise LedgerError(
+            f"cost must be a finite number, got {value!r}", session=session, turn=turn
+        )
+    if value < 0:
+        raise LedgerError(f"cost must not be negative, got {value!r}", session=session, turn=turn)

@@ -69,6 +69,23 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # A message's content hash, computed once when written (the block's ``hash``).
         "ALTER TABLE messages ADD COLUMN content_hash TEXT",
     ),
+    (
+        # What a turn cost and why it ended: its price from models.dev's (USD), the agent's
+        # stop reason and error.
+        "ALTER TABLE turns ADD COLUMN cost DOUBLE PRECISION",
+        "ALTER TABLE turns ADD COLUMN stop_reason TEXT",
+        "ALTER TABLE turns ADD COLUMN error TEXT",
+        # The stable prefix the turn's request was assembled with: its hash and size, and its
+        # blocks ([id, short hash] pairs) after the first ``prefix_base`` of the parent turn's
+        # (0: the whole list). ``prefix_change``/``prefix_block``: how the prefix failed to
+        # extend the parent's (a cache bust) and the first block that changed.
+        "ALTER TABLE turns ADD COLUMN prefix_sha256 TEXT",
+        "ALTER TABLE turns ADD COLUMN prefix_tokens BIGINT",
+        "ALTER TABLE turns ADD COLUMN prefix_base BIGINT",
+        "ALTER TABLE turns ADD COLUMN prefix_blocks TEXT",
+        "ALTER TABLE turns ADD COLUMN prefix_change TEXT",
+        "ALTER TABLE turns ADD COLUMN prefix_block TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

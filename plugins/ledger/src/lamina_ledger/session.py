@@ -30,6 +30,7 @@ from lamina_ledger.compaction import CompactionResult, compact_history
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.pool import POOL
+from lamina_ledger.prefix import Prefixes
 from lamina_ledger.provenance import with_user_context
 from lamina_ledger.records import Trigger
 from lamina_ledger.settings import LedgerSettings, settings_from
@@ -96,6 +97,7 @@ class LedgerSession:
         self._assembled: dict[str, tuple[AssemblyRequest, datetime]] = {}
         self._locks_lock = threading.Lock()
         self._noted = threading.local()  # per thread: the running assembly's compaction warnings
+        self.prefixes = Prefixes()  # per session: the last assembly's stable prefix, to record
 
     def close(self) -> None:
         POOL.withdraw(self.target, self.ledger)
@@ -297,6 +299,8 @@ class LedgerSession:
         exact = tokenizer.exact
         counts = message_counts(messages, tokenizer, message_tokens) if exact else None
         provider = request.provider or None
+        if "prefix" not in fields:  # the request's stable prefix, to find cache busts by
+            fields["prefix"] = self.prefixes.take(request)
         return self.ledger.append_turn(
             request.session_label,
             messages,
@@ -424,7 +428,9 @@ class LedgerSession:
         return result
 
     def _reported(self, ctx: AssembledContext) -> AssembledContext:
-        """``ctx`` with the warnings of the compactions made for it in its report."""
+        """``ctx`` with the warnings of the compactions made for it in its report (and its
+        stable prefix remembered for the turn ``record_turn`` records next)."""
+        self.prefixes.keep(ctx.session_label, ctx)
         noted, self._noted.warnings = getattr(self._noted, "warnings", []), []
         if not noted:
             return ctx

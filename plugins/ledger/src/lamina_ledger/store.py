@@ -102,6 +102,8 @@ class LedgerStore:
                 result.messages,
                 usage=None if result.usage == Usage() else result.usage,
                 parent_turn_id=result.parent_turn_id,
+                stop_reason=result.stop_reason,
+                error=result.error,
             )
         except LedgerError as exc:
             if _refused(exc):  # the turn itself is wrong (an orphan tool result, say)
@@ -157,6 +159,11 @@ class LedgerStore:
             output_tokens=s.output_tokens,
             turns_with_usage=s.turns_with_usage,
             cache_hit_ratio=s.cache_hit_ratio,
+            details={
+                "cost": s.cost,
+                "priced_turns": s.priced_turns,
+                "cache_busts": s.cache_busts,
+            },
         )
 
     def close(self, assembler: Any) -> None:

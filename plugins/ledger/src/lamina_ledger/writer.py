@@ -8,21 +8,21 @@ was read, and never stands for a turn its summary did not see."""
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from lamina import Message, ToolCallPart, Usage
-from lamina_ledger.codec import dump_parts, load_parts, parts_hash
+from lamina_ledger.chain import PrefixChain
+from lamina_ledger.db import Database
 from lamina_ledger.errors import LedgerConflict, LedgerError
-from lamina_ledger.reader import ROLES, TURN_COLUMNS, LedgerReader, unanswered
+from lamina_ledger.prefix import Prefix
+from lamina_ledger.pricing import cost as priced
+from lamina_ledger.reader import TURN_COLUMNS, LedgerReader, unanswered
 from lamina_ledger.records import TRIGGERS, Trigger
-
-#: The largest count a BIGINT column holds.
-_BIGINT = 2**63 - 1
+from lamina_ledger.rows import check_cost, check_count, message_rows
 
 
 def _now() -> str:
@@ -37,6 +37,11 @@ def new_id() -> str:
 class LedgerWriter(LedgerReader):
     """The reader plus the writes: ``append_turn``, ``record_compaction``, ``create_session``,
     ``fork`` and ``batch`` (several writes, one transaction)."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        #: The prefix block lists of the turns written last (to compare the next turn's with).
+        self.prefixes = PrefixChain()
 
     @contextmanager
     def batch(self, session: str | None = None) -> Iterator[LedgerWriter]:
@@ -64,6 +69,10 @@ class LedgerWriter(LedgerReader):
         turn_id: str | None = None,
         started_at: str | None = None,
         completed_at: str | None = None,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        cost: float | None = None,
+        prefix: Prefix | None = None,
     ) -> str:
         """Append one turn (its messages and usage) to the session and make it the head.
 
@@ -71,16 +80,30 @@ class LedgerWriter(LedgerReader):
         different one must exist. ``total_tokens`` and ``message_tokens`` are the exact size of
         the messages in history as the tokenizer named ``counted_by`` counts them (assembly
         trusts them only for that tokenizer). A tool result must have its call in this turn or
-        before it. Returns the new turn's id.
+        before it. ``stop_reason`` and ``error`` are the agent's; ``cost`` (US dollars) is the
+        usage at models.dev's prices unless given. ``prefix`` is the stable prefix the turn's
+        request was assembled with: when the parent turn's is known and this one does not
+        start with it, the turn is a cache bust naming the first block that changed. Returns
+        the new turn's id.
         """
         turn_id = turn_id or new_id()
-        rows = self._message_rows(session, turn_id, messages, message_tokens)
-        _check_count(total_tokens, "total_tokens", session, turn_id)
+        rows = message_rows(session, turn_id, messages, message_tokens)
+        check_count(total_tokens, "total_tokens", session, turn_id)
+        if cost is None:
+            cost = priced(provider, model, usage)
+        check_cost(cost, session, turn_id)
+        if prefix is not None:
+            check_count(prefix.tokens, "the prefix's tokens", session, turn_id)
+        for what, text in (("stop_reason", stop_reason), ("error", error)):
+            if text is not None and not isinstance(text, str):
+                raise LedgerError(f"{what} must be a string", session=session, turn=turn_id)
         with self._failing(session, turn_id), self.db.write():
             thread, head = self._thread_for_write(session)
             self._fresh(session, turn_id)
             parent = head if parent_turn_id is None else self._existing(session, parent_turn_id)
             self._check_results(session, turn_id, messages, parent)
+            facts = {"cost": cost, "stop_reason": stop_reason, "error": error}
+            facts.update(self.prefixes.row(self.db, turn_id, parent, prefix).columns())
             self._insert_turn(
                 turn_id,
                 "normal",
@@ -93,6 +116,7 @@ class LedgerWriter(LedgerReader):
                 usage=usage,
                 started_at=started_at,
                 completed_at=completed_at,
+                facts=facts,
             )
             for row in rows:
                 self.db.execute(
@@ -134,8 +158,8 @@ class LedgerWriter(LedgerReader):
             )
         if not isinstance(summary, str):
             raise LedgerError("the summary must be a string", session=session, turn=turn_id)
-        _check_count(tokens_before, "tokens_before", session, turn_id)
-        _check_count(tokens_after, "tokens_after", session, turn_id)
+        check_count(tokens_before, "tokens_before", session, turn_id)
+        check_count(tokens_after, "tokens_after", session, turn_id)
         with self._failing(session, turn_id), self.db.write():
             thread, head = self._thread_for_write(session)
             self._fresh(session, turn_id)
@@ -214,48 +238,6 @@ class LedgerWriter(LedgerReader):
         return thread
 
     # -- internals -----------------------------------------------------------------------
-
-    def _message_rows(
-        self,
-        session: str,
-        turn_id: str,
-        messages: Sequence[Message],
-        message_tokens: Sequence[int | None] | None,
-    ) -> list[tuple[Any, ...]]:
-        """The rows for ``messages``, each checked to read back as it was given."""
-        if message_tokens is not None and len(message_tokens) != len(messages):
-            raise LedgerError(
-                f"{len(message_tokens)} message token counts for {len(messages)} messages",
-                session=session,
-                turn=turn_id,
-            )
-        rows = []
-        for seq, m in enumerate(messages):
-            if not isinstance(m, Message):
-                raise LedgerError(
-                    f"message {seq} is a {type(m).__name__}, expected lamina.Message",
-                    session=session,
-                    turn=turn_id,
-                )
-            if m.role not in ROLES:
-                raise LedgerError(
-                    f"message {seq} has unknown role {m.role!r}", session=session, turn=turn_id
-                )
-            try:
-                content = dump_parts(m.content)
-                load_parts(content)  # what cannot be read back is never written
-                content.encode("utf-8")
-                context = None
-                if m.context_json is not None:
-                    context = json.dumps(m.context_json, sort_keys=True)
-            except (ValueError, TypeError) as exc:
-                raise LedgerError(
-                    f"message {seq} cannot be stored: {exc}", session=session, turn=turn_id
-                ) from exc
-            tokens = None if message_tokens is None else message_tokens[seq]
-            _check_count(tokens, f"message {seq}'s token count", session, turn_id)
-            rows.append((turn_id, seq, m.role, content, context, tokens, parts_hash(content)))
-        return rows
 
     def _thread_for_write(self, session: str) -> tuple[str, str | None]:
         """The session's thread and head, read once this transaction holds the session (the
@@ -342,7 +324,9 @@ class LedgerWriter(LedgerReader):
         usage: Usage | None = None,
         started_at: str | None = None,
         completed_at: str | None = None,
+        facts: Mapping[str, Any] | None = None,
     ) -> None:
+        """One ``turns`` row; ``facts`` are further columns (cost, stop reason, prefix)."""
         stamp = _now()
         for what, value in (("started_at", started_at), ("completed_at", completed_at)):
             if value is not None and not isinstance(value, str):
@@ -358,9 +342,12 @@ class LedgerWriter(LedgerReader):
             )
         )
         for count in counts:
-            _check_count(count, "usage", None, turn_id)
+            check_count(count, "usage", None, turn_id)
+        facts = facts or {}
+        columns = ", ".join([TURN_COLUMNS, *facts])
+        marks = ", ".join("?" * (14 + len(facts)))
         self.db.execute(
-            f"INSERT INTO turns ({TURN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO turns ({columns}) VALUES ({marks})",
             (
                 turn_id,
                 kind,
@@ -373,6 +360,7 @@ class LedgerWriter(LedgerReader):
                 started_at or stamp,
                 completed_at or stamp,
                 counted_by,
+                *facts.values(),
             ),
         )
 
@@ -399,16 +387,4 @@ class LedgerWriter(LedgerReader):
         self.db.execute(
             "UPDATE sessions SET updated_at = ?, version = version + 1 WHERE label = ?",
             (_now(), session),
-        )
-
-
-def _check_count(value: int | None, what: str, session: str | None, turn: str) -> None:
-    """A stored count is a whole number a BIGINT column holds."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _BIGINT:
-        raise LedgerError(
-            f"{what} must be a whole number from 0 to {_BIGINT}, got {value!r}",
-            session=session,
-            turn=turn,
         )

@@ -1,0 +1,108 @@
+"""Each turn's prefix blocks as the ledger stores them: the blocks after the first
+``prefix_base`` of the parent turn's (the whole list when ``prefix_base`` is 0), so a session
+whose prefix only grows stores each block about once. Reading a turn's whole list walks back
+to the last whole one (at most ``DEPTH`` turns); a writer remembers the lists it wrote last."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from attrs import frozen
+
+from lamina_ledger.db import Database
+from lamina_ledger.prefix import Bust, Entry, Prefix, compare, dump, load
+
+#: A stored list refers back at most this many turns; then the whole list is stored again.
+DEPTH = 32
+#: Whole lists a writer remembers (by turn id): each session's latest, usually.
+MEMO = 256
+
+
+@frozen(kw_only=True)
+class PrefixRow:
+    """The prefix columns of a turn being written."""
+
+    sha256: str | None = None
+    tokens: int | None = None
+    base: int | None = None
+    blocks: str | None = None
+    bust: Bust | None = None
+
+    def columns(self) -> dict[str, Any]:
+        return {
+            "prefix_sha256": self.sha256,
+            "prefix_tokens": self.tokens,
+            "prefix_base": self.base,
+            "prefix_blocks": self.blocks,
+            "prefix_change": None if self.bust is None else self.bust.change,
+            "prefix_block": None if self.bust is None else self.bust.block,
+        }
+
+
+class PrefixChain:
+    """Whole prefix lists of recent turns, and the row a new turn's prefix is stored as."""
+
+    def __init__(self) -> None:
+        self._memo: OrderedDict[str, tuple[tuple[Entry, ...], int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def row(
+        self, db: Database, turn_id: str, parent: str | None, prefix: Prefix | None
+    ) -> PrefixRow:
+        """Inside the write that appends ``turn_id`` under ``parent``: its prefix columns,
+        with the bust when the parent's prefix is known and this one does not extend it."""
+        if prefix is None:
+            return PrefixRow()
+        before = None if parent is None else self.whole(db, parent)
+        blocks, depth = prefix.blocks, 0
+        base, bust = 0, None
+        if before is not None:
+            shared, bust = compare(before[0], blocks)
+            if before[1] + 1 < DEPTH:
+                base, depth = shared, before[1] + 1
+        self._remember(turn_id, blocks, depth)
+        return PrefixRow(
+            sha256=prefix.sha256,
+            tokens=prefix.tokens,
+            base=base,
+            blocks=dump(blocks[base:]),
+            bust=bust,
+        )
+
+    def whole(self, db: Database, turn_id: str) -> tuple[tuple[Entry, ...], int] | None:
+        """``turn_id``'s whole prefix list and how many turns back it refers, or ``None``
+        (a compaction turn, or a turn recorded without its prefix)."""
+        with self._lock:
+            found = self._memo.get(turn_id)
+            if found is not None:
+                self._memo.move_to_end(turn_id)
+                return found
+        rows = db.rows(
+            "WITH RECURSIVE walk(id, parent_id, type, base, blocks, n) AS ("
+            " SELECT id, parent_id, type, prefix_base, prefix_blocks, 0 FROM turns WHERE id = ?"
+            " UNION ALL"
+            " SELECT t.id, t.parent_id, t.type, t.prefix_base, t.prefix_blocks, walk.n + 1"
+            " FROM walk JOIN turns t ON t.id = walk.parent_id"
+            " WHERE walk.base > 0 AND walk.n < ?"
+            ") SELECT type, base, blocks FROM walk ORDER BY n",
+            (turn_id, DEPTH),
+        )
+        if not rows or any(r[0] != "normal" or r[1] is None or r[2] is None for r in rows):
+            return None
+        if int(rows[-1][1]) != 0:  # a chain longer than any writer stores: not trusted
+            return None
+        blocks = load(rows[-1][2])
+        for _type, base, more in reversed(rows[:-1]):
+            blocks = blocks[: int(base)] + load(more)
+        found = (blocks, len(rows) - 1)
+        self._remember(turn_id, *found)
+        return found
+
+    def _remember(self, turn_id: str, blocks: tuple[Entry, ...], depth: int) -> None:
+        with self._lock:
+            self._memo[turn_id] = (blocks, depth)
+            self._memo.move_to_end(turn_id)
+            while len(self._memo) > MEMO:
+                self._memo.popitem(last=False)

@@ -1,0 +1,125 @@
+"""The stable prefix of an assembled request as the ledger records it with the turn: its hash
+and size, and its blocks in request order (each block's id and a short hash of what was sent).
+
+A provider's prompt cache serves a request from the longest prefix it has seen, so the next
+turn's prefix should start with this one's. When it does not, and no compaction came between,
+the turn is a cache bust and the first block that differs is named."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Literal
+
+from attrs import frozen
+
+from lamina import AssembledContext, AssemblyRequest, unstructure
+
+#: The placements a stable prefix covers, in request order.
+PLACEMENTS = ("system", "before_history", "history")
+#: The entry standing for the tool definitions (sent ahead of the system prompt).
+TOOLS = "(tools)"
+#: Hex digits kept of each block's hash: enough to tell one block's versions apart.
+SHORT = 16
+
+Entry = tuple[str, str]
+Change = Literal["changed", "added", "removed", "moved"]
+
+
+@frozen(kw_only=True)
+class Prefix:
+    """A request's stable prefix: the report's hash and tokens, and its ``(id, hash)`` blocks."""
+
+    sha256: str
+    tokens: int
+    blocks: tuple[Entry, ...]
+
+
+@frozen(kw_only=True)
+class Bust:
+    """How a prefix failed to extend the previous turn's: the first block that differs."""
+
+    block: str
+    change: Change
+
+
+def _short(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:SHORT]
+
+
+def prefix_of(ctx: AssembledContext) -> Prefix | None:
+    """The stable prefix of an assembled context (``None`` when its report has none)."""
+    stable = ctx.report.stable_prefix
+    if stable is None:
+        return None
+    rank = {p: i for i, p in enumerate(PLACEMENTS)}
+    live = sorted(
+        (b for b in ctx.report.blocks if b.status != "dropped" and b.placement in rank),
+        key=lambda b: rank[b.placement],
+    )
+    entries: list[Entry] = []
+    if ctx.tools:
+        tools = json.dumps([unstructure(t) for t in ctx.tools], sort_keys=True, ensure_ascii=False)
+        entries.append((TOOLS, _short(tools)))
+    entries += [(b.id, _short(f"{b.placement}\x00{b.hash}\x00{b.tokens}")) for b in live]
+    return Prefix(sha256=stable.sha256, tokens=stable.tokens, blocks=tuple(entries))
+
+
+def compare(old: Sequence[Entry], new: Sequence[Entry]) -> tuple[int, Bust | None]:
+    """How many of ``old``'s blocks ``new`` starts with, and the bust when that is not all:
+    a block ``added`` before the rest, ``removed``, ``changed`` (same id, other content) or
+    ``moved``."""
+    shared, n = 0, min(len(old), len(new))
+    while shared < n and old[shared] == new[shared]:
+        shared += 1
+    if shared == len(old):
+        return shared, None
+    if shared == len(new):
+        return shared, Bust(block=old[shared][0], change="removed")
+    was, now = old[shared][0], new[shared][0]
+    if was == now:
+        return shared, Bust(block=now, change="changed")
+    if now not in {e[0] for e in old}:
+        return shared, Bust(block=now, change="added")
+    if was not in {e[0] for e in new}:
+        return shared, Bust(block=was, change="removed")
+    return shared, Bust(block=now, change="moved")
+
+
+def dump(entries: Sequence[Entry]) -> str:
+    return json.dumps([list(e) for e in entries], ensure_ascii=False, separators=(",", ":"))
+
+
+def load(text: str) -> tuple[Entry, ...]:
+    return tuple((str(e[0]), str(e[1])) for e in json.loads(text))
+
+
+class Prefixes:
+    """The prefix of each session's last assembly, until its turn is recorded (bounded: the
+    least recently assembled session is forgotten first)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._by_session: OrderedDict[str, Prefix | None] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def keep(self, session: str, ctx: AssembledContext) -> AssembledContext:
+        """Remember ``ctx``'s prefix as ``session``'s next turn's; returns ``ctx``."""
+        prefix = prefix_of(ctx)
+        with self._lock:
+            self._by_session[session] = prefix
+            self._by_session.move_to_end(session)
+            while len(self._by_session) > self._size:
+                self._by_session.popitem(last=False)
+        return ctx
+
+    def take(self, request: AssemblyRequest | AssembledContext) -> Prefix | None:
+        """The prefix of the turn being recorded: the assembled context's own when given one,
+        else what this session's last assembly remembered (once: a prefix is one request's)."""
+        if isinstance(request, AssembledContext):
+            return prefix_of(request)
+        with self._lock:
+            return self._by_session.pop(request.session_label, None)
