@@ -8,13 +8,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import struct
 import subprocess
 import sys
-import zlib
 from collections import Counter
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -28,6 +24,16 @@ from lamina.html.page import PLACEMENT_COLORS
 from lamina.model.blocks import Provenance
 from lamina.serde import to_json
 from lamina.testing import FakeModel, StaticProvider, make_assembler
+from lamina.testing.browser import (
+    MISSING,
+    Node,
+    find_chromium,
+    in_ci,
+    parse,
+    read_png,
+    rendered,
+    screenshot,
+)
 from lamina.testing.history import turn, words
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,67 +114,15 @@ def rich():
     return ctx
 
 
-# -- reading a page back (stdlib html.parser) ----------------------------------------------
-
-VOID = {"meta", "br", "img", "input", "link", "hr", "area", "base", "col", "source", "wbr"}
-
-
-class Node:
-    def __init__(self, tag, attrs):
-        self.tag, self.attrs, self.children = tag, dict(attrs), []
-
-    def text(self):
-        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
-
-    def walk(self):
-        yield self
-        for c in self.children:
-            if isinstance(c, Node):
-                yield from c.walk()
-
-
-class _TreeBuilder(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#document", {})
-        self.stack = [self.root]
-
-    def handle_starttag(self, tag, attrs):
-        node = Node(tag, attrs)
-        self.stack[-1].children.append(node)
-        if tag not in VOID:
-            self.stack.append(node)
-
-    def handle_startendtag(self, tag, attrs):
-        self.stack[-1].children.append(Node(tag, attrs))
-
-    def handle_endtag(self, tag):
-        for i in range(len(self.stack) - 1, 0, -1):
-            if self.stack[i].tag == tag:
-                del self.stack[i:]
-                return
-
-    def handle_data(self, data):
-        self.stack[-1].children.append(data)
-
-
-def parse(page: str) -> Node:
-    builder = _TreeBuilder()
-    builder.feed(page)
-    builder.close()
-    return builder.root
+# -- reading a page back (lamina.testing.browser: the standard library's parser) -------------
 
 
 def _select(root, cls=None, **attrs):
-    for node in root.walk():
-        if cls is not None and cls not in node.attrs.get("class", "").split():
-            continue
-        if all(node.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items()):
-            yield node
+    return iter(root.select(cls, **attrs))
 
 
 def _by_id(root, ident):
-    return next(_select(root, id=ident))
+    return root.by_id(ident)
 
 
 def page_figures(root: Node) -> dict:
@@ -390,47 +344,15 @@ def test_cli_writes_the_page_with_the_reports_figures(cli_pages):
 
 # -- in a real browser ------------------------------------------------------------------------
 
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-)
-
 
 @pytest.fixture(scope="module")
 def chromium():
-    found = "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
-    found = found or shutil.which("chromium")
+    found = find_chromium()
     if found is None:
-        why = (
-            "Debian's chromium is not installed (/usr/bin/chromium): `./dev test` installs it "
-            "as root (scripts/ensure-chromium.sh), or run: apt-get install chromium"
-        )
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"the browser test cannot run in CI: {why}")
-        pytest.skip(why)
+        if in_ci():
+            pytest.fail(f"the browser test cannot run in CI: {MISSING}")
+        pytest.skip(MISSING)
     return found
-
-
-def browse(chromium, tmp_path, page: Path, *args) -> subprocess.CompletedProcess[bytes]:
-    """Run headless Chromium on ``page`` with a new, empty profile."""
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    profile.mkdir()
-    cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-2000:]
-    return proc
-
-
-def rendered(chromium, tmp_path, page: Path) -> Node:
-    """The DOM as Chromium built it from the page."""
-    return parse(browse(chromium, tmp_path, page, "--dump-dom").stdout.decode("utf-8"))
 
 
 def test_the_browser_shows_the_reports_figures(chromium, tmp_path, rich, cli_pages):
@@ -453,8 +375,7 @@ def test_the_browser_shows_the_reports_figures(chromium, tmp_path, rich, cli_pag
 def test_the_screenshot_draws_the_budget_to_scale(chromium, tmp_path, rich):
     page = tmp_path / "rich.html"
     page.write_text(render_html(rich), "utf-8")
-    shot = tmp_path / "rich.png"
-    browse(chromium, tmp_path, page, f"--screenshot={shot}", "--window-size=1200,900")
+    shot = screenshot(chromium, tmp_path, page, width=1200, height=900)
     width, height, rows = read_png(shot.read_bytes())
     assert (width, height) == (1200, 900)
     pixels = Counter(px for row in rows for px in row)
@@ -471,43 +392,3 @@ def test_the_screenshot_draws_the_budget_to_scale(chromium, tmp_path, rich):
         assert abs(n - t * per_token) <= 3, (name, n, t * per_token)
     # Status patterns are drawn: the dropped block's hatching appears.
     assert pixels[bytes.fromhex("9aa1ad")] > 500
-
-
-def read_png(data: bytes) -> tuple[int, int, list[list[bytes]]]:
-    """Width, height and rows of RGB pixels of an 8-bit, non-interlaced RGB(A) PNG."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, header = 8, [], None
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat.append(body)
-    assert header is not None
-    width, height, depth, colour, _, _, interlace = header
-    assert depth == 8 and colour in (2, 6) and interlace == 0, header
-    bpp = 3 if colour == 2 else 4
-    raw, stride = zlib.decompress(b"".join(idat)), width * bpp
-    out, prev = [], bytearray(stride)
-    for y in range(height):
-        start = y * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
-        for i in range(stride) if kind else ():
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
-            if kind == 1:
-                pred = a
-            elif kind == 2:
-                pred = b
-            elif kind == 3:
-                pred = (a + b) >> 1
-            else:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-            line[i] = (line[i] + pred) & 255
-        out.append([bytes(line[x : x + 3]) for x in range(0, stride, bpp)])
-        prev = line
-    return width, height, out

@@ -59,6 +59,10 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     )
     from lamina.hookspecs import hookimpl as hookimpl
     from lamina.hookspecs import hookspec as hookspec
+    from lamina.html.shell import html_escape as html_escape
+    from lamina.html.shell import html_page as html_page
+    from lamina.log import Progress as Progress
+    from lamina.log import progress as progress
     from lamina.model import (
         EVENT as EVENT,
     )
@@ -259,6 +263,7 @@ _EXPORTS: dict[str, str] = {
     "PERSONA": "lamina.model",
     "Part": "lamina.model",
     "PluginError": "lamina.errors",
+    "Progress": "lamina.log",
     "Provenance": "lamina.model",
     "ProviderContext": "lamina.records",
     "ProviderError": "lamina.errors",
@@ -282,8 +287,11 @@ _EXPORTS: dict[str, str] = {
     "from_json": "lamina.serde",
     "hookimpl": "lamina.hookspecs",
     "hookspec": "lamina.hookspecs",
+    "html_escape": "lamina.html.shell",
+    "html_page": "lamina.html.shell",
     "inert_without_section": "lamina.config",
     "load_config": "lamina.config",
+    "progress": "lamina.log",
     "structure": "lamina.serde",
     "to_json": "lamina.serde",
     "unstructure": "lamina.serde",

@@ -355,7 +355,9 @@ class SessionStore:
     compaction)`` compacts now; ``stats(assembler, label)`` totals the session.
     ``aassemble`` is an async ``assemble`` for asyncio hosts (without it they run ``assemble``
     on a worker thread); ``close(assembler)`` releases what the store opened for that
-    assembler. A session the store does not know raises ``LookupError``.
+    assembler. ``turn_stats(assembler, label)`` (optional) gives the statistics turn by turn
+    as JSON-ready data and ``stats_page(assembler, label)`` (optional) as one self-contained
+    HTML page. A session the store does not know raises ``LookupError``.
     """
 
     name: str
@@ -366,3 +368,5 @@ class SessionStore:
     stats: Callable[[Any, str], SessionStats]
     close: Callable[[Any], None] | None = None
     description: str = ""
+    turn_stats: Callable[[Any, str], Mapping[str, Any]] | None = None
+    stats_page: Callable[[Any, str], str] | None = None

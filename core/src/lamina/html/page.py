@@ -11,12 +11,12 @@ content (ids, paths, warnings) is escaped. The same context gives the same bytes
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from lamina.html.style import CSS
+from lamina.html.shell import html_escape as esc
+from lamina.html.shell import html_page
+from lamina.html.style import REPORT
 from lamina.model.context import AssembledContext
 from lamina.model.report import BlockReport, LayerReport, StablePrefix
 from lamina.wording import counted
@@ -44,15 +44,7 @@ SHADES = {
 PLACEMENT_COLORS = {"system": "#1d3f73", "history": "#1e6b43", "event": "#a0561c"}
 STATUSES = ("kept", "truncated", "summarized", "dropped")
 
-#: Characters a page must not carry as they are: controls (other than tab and line breaks) and
-#: lone surrogates (not encodable). Shown as U+FFFD.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
-
-
-def esc(value: object) -> str:
-    """Text or attribute value, escaped for HTML (``& < > " '``) with unsafe characters
-    replaced."""
-    return html.escape(_UNSAFE.sub("\ufffd", str(value)), quote=True)
+__all__ = ["esc", "render_html"]
 
 
 def render_html(ctx: AssembledContext) -> str:
@@ -83,25 +75,7 @@ def render_html(ctx: AssembledContext) -> str:
         _blocks_table(report.blocks, colors),
         "</main>",
     ]
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            '<meta http-equiv="Content-Security-Policy" '
-            "content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{esc(title)}</title>",
-            f"<style>{CSS}</style>",
-            "</head>",
-            "<body>",
-            *body,
-            "</body>",
-            "</html>",
-            "",
-        ]
-    )
+    return html_page(title, body, style=REPORT)
 
 
 def _attrs(values: dict[str, object]) -> str:

@@ -1,10 +1,11 @@
-"""The page's inline style sheet: bars, status patterns, legend and tables (no web fonts, no
-external resources)."""
+"""The pages' inline style sheets (no web fonts, no external resources): ``BASE`` for what every
+Lamina page shares (type, headings, summary line, tables, warnings), ``CSS`` for the assembly
+report's bars, status patterns and legend (``REPORT``) on top of it."""
 
 from __future__ import annotations
 
-#: Truncated blocks are striped, summarized ones dotted, dropped ones grey and hatched.
-CSS = """
+#: Type, headings, the summary line, hints, warnings and number tables.
+BASE = """
 *{box-sizing:border-box}
 body{margin:0;padding:24px 32px;font:14px/1.45 "DejaVu Sans",system-ui,sans-serif;
 color:#1d2433;background:#fff}
@@ -14,7 +15,19 @@ h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #d8dce5;padding-bott
 .meta{margin:2px 0;color:#4a5468}
 .summary{margin:10px 0 0;font-size:15px}
 .hint{margin:0 0 10px;color:#6b7385;font-size:12px}
-.bars{display:flex;flex-direction:column;gap:8px}
+#warnings ul{margin:0;padding-left:20px}
+.warning{color:#8a3b00;margin:2px 0}
+.none{color:#6b7385}
+table{border-collapse:collapse;width:100%;font-size:12px}
+th{text-align:left;color:#4a5468;font-weight:600;border-bottom:1px solid #b9c0cc;padding:4px 8px}
+td{border-bottom:1px solid #eceef2;padding:3px 8px;vertical-align:top;overflow-wrap:anywhere}
+th.n,td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr:hover td{background:#f3f6fb}
+"""
+
+#: The assembly report's own: truncated blocks are striped, summarized ones dotted, dropped ones
+#: grey and hatched.
+REPORT = """.bars{display:flex;flex-direction:column;gap:8px}
 .row{display:flex;align-items:center;gap:10px}
 .row .label{flex:0 0 130px;text-align:right;color:#4a5468;font-size:12px}
 .bar,.prefix-track{flex:1;display:flex;height:30px;border:1px solid #b9c0cc;border-radius:3px;
@@ -44,14 +57,9 @@ border:1px solid #9aa1ad;border-radius:2px;background-color:#5d7fb4}
 .swatch.kept{background-color:#5d7fb4}.swatch.truncated,.swatch.summarized{background-color:#5d7fb4}
 .swatch.overhead{background:#c9ced8}.swatch.remaining{background:#f4f6f9}
 .swatch.prefix{background:rgba(47,95,167,.16);border:1px dashed #1f3f70}
-#warnings ul{margin:0;padding-left:20px}
-.warning{color:#8a3b00;margin:2px 0}
-.none{color:#6b7385}
-table{border-collapse:collapse;width:100%;font-size:12px}
-th{text-align:left;color:#4a5468;font-weight:600;border-bottom:1px solid #b9c0cc;padding:4px 8px}
-td{border-bottom:1px solid #eceef2;padding:3px 8px;vertical-align:top;overflow-wrap:anywhere}
-th.n,td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr:hover td{background:#f3f6fb}
 tr.dropped td{color:#6b7385}
 .path{color:#6b7385;font-size:11px}
 """
+
+#: The assembly report's whole sheet.
+CSS = BASE + REPORT

@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from lamina.errors import SerdeError
+from lamina.errors import ConfigError, SerdeError
+from lamina.html.shell import CSP
 from lamina.model.result import AgentResult
 from lamina.schema import json_schema
 from lamina.serde import structure, unstructure
@@ -44,9 +45,34 @@ def problem_response(found: Problem, headers: dict[str, str] | None = None) -> R
     return Response(body, status_code=found.status, media_type=MEDIA_TYPE, headers=headers)
 
 
+JSON = "application/json"
+
+
 def ok(data: Any, status: int = 200) -> Response:
     """``data`` (model objects) as JSON, UTF-8 kept as is."""
-    return Response(dumps(unstructure(data)), status_code=status, media_type="application/json")
+    return Response(dumps(unstructure(data)), status_code=status, media_type=JSON)
+
+
+def page(text: str) -> Response:
+    """An HTML page, told to load nothing (its Content-Security-Policy, also as a header)."""
+    headers = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
+    return Response(text.encode(), media_type="text/html; charset=utf-8", headers=headers)
+
+
+def view(request: Request) -> str:
+    """The ``format`` query parameter: ``json`` (the default) or ``html`` (a page)."""
+    found = request.query_params.get("format", "json")
+    if found not in ("json", "html"):
+        raise ConfigError(f"format must be 'json' or 'html', got {found!r}", key="format")
+    return found
+
+
+def flag(request: Request, name: str) -> bool:
+    """A boolean query parameter (``true``/``false``, ``1``/``0``; absent is false)."""
+    found = request.query_params.get(name, "false").lower()
+    if found not in ("true", "false", "1", "0"):
+        raise ConfigError(f"{name} must be true or false, got {found!r}", key=name)
+    return found in ("true", "1")
 
 
 def _dumps(data: Any) -> bytes:
@@ -122,7 +148,13 @@ def create_app(service: Service, *, token: str | None = None, max_body: int = MA
         return ok(service.plugins())
 
     async def assemble(request: Request) -> Response:
-        return ok(await service.assemble(await body(request, AssemblyInput)))
+        as_page = view(request) == "html"
+        ctx = await service.assemble(await body(request, AssemblyInput))
+        if as_page:
+            from lamina.html import render_html
+
+            return page(render_html(ctx))
+        return ok(ctx)
 
     async def turns(request: Request) -> Response:
         label = request.path_params["label"]
@@ -134,7 +166,13 @@ def create_app(service: Service, *, token: str | None = None, max_body: int = MA
         return ok(await service.compact(label, await body(request, CompactionInput)))
 
     async def stats(request: Request) -> Response:
-        return ok(await service.stats(request.path_params["label"]))
+        label = request.path_params["label"]
+        as_page, per_turn = view(request) == "html", flag(request, "per_turn")
+        if as_page:
+            return page(await service.stats_page(label))
+        if per_turn:
+            return Response(dumps(dict(await service.turn_stats(label))), media_type=JSON)
+        return ok(await service.stats(label))
 
     schema = json.dumps(json_schema(), ensure_ascii=False).encode()
     openapi = json.dumps(openapi_document(service.version), ensure_ascii=False).encode()

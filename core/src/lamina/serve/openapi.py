@@ -16,6 +16,23 @@ _LABEL = {
     "description": "The session label: 1-128 letters, digits, '.', '_' or '-'.",
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
 }
+_FORMAT = {
+    "name": "format",
+    "in": "query",
+    "required": False,
+    "description": "json (the default) or html: one self-contained page (no script, no "
+    "network) instead of the JSON.",
+    "schema": {"type": "string", "enum": ["json", "html"], "default": "json"},
+}
+_PER_TURN = {
+    "name": "per_turn",
+    "in": "query",
+    "required": False,
+    "description": "true: the statistics turn by turn (usage, cost, stable prefix, cache "
+    "busts, compactions), as `lamina ledger stats --per-turn --json` prints them.",
+    "schema": {"type": "boolean", "default": False},
+}
+_HTML = {"text/html": {"schema": {"type": "string"}}}
 
 
 def components() -> dict[str, Any]:
@@ -64,6 +81,20 @@ _ERRORS = {
 _BODY_ERRORS = ("400", "401", "413", "415", "500")
 
 
+def _paged(op: dict[str, Any], *params: dict[str, Any]) -> dict[str, Any]:
+    """``op`` with query ``params`` and an HTML page as another 200 reply."""
+    op["parameters"] = [*op.get("parameters", []), *params]
+    op["responses"]["200"]["content"].update(_HTML)
+    if any(p["name"] == "per_turn" for p in params):
+        op["responses"]["200"]["content"]["application/json"]["schema"] = {
+            "oneOf": [
+                op["responses"]["200"]["content"]["application/json"]["schema"],
+                {"type": "object", "description": "per_turn=true: {session, totals, turns}"},
+            ]
+        }
+    return op
+
+
 def openapi_document(version: str) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the service."""
     return {
@@ -85,12 +116,15 @@ def openapi_document(version: str) -> dict[str, Any]:
         "paths": {
             "/v1/health": {"get": _op("Liveness and what the service runs", "Health")},
             "/v1/assemble": {
-                "post": _op(
-                    "Assemble one turn's context (the stored session's history unless the "
-                    "request brings its own)",
-                    "AssembledContext",
-                    body="AssemblyInput",
-                    errors=(*_BODY_ERRORS, "422"),
+                "post": _paged(
+                    _op(
+                        "Assemble one turn's context (the stored session's history unless the "
+                        "request brings its own); format=html: the report as a page",
+                        "AssembledContext",
+                        body="AssemblyInput",
+                        errors=(*_BODY_ERRORS, "422"),
+                    ),
+                    _FORMAT,
                 )
             },
             "/v1/sessions/{label}/turns": {
@@ -113,11 +147,16 @@ def openapi_document(version: str) -> dict[str, Any]:
                 )
             },
             "/v1/sessions/{label}/stats": {
-                "get": _op(
-                    "Turns, compactions and the tokens the provider reported",
-                    "SessionStats",
-                    label=True,
-                    errors=("400", "401", "404", "500"),
+                "get": _paged(
+                    _op(
+                        "Turns, compactions and the tokens the provider reported; per_turn: "
+                        "turn by turn; format=html: as a page with charts",
+                        "SessionStats",
+                        label=True,
+                        errors=("400", "401", "404", "500"),
+                    ),
+                    _FORMAT,
+                    _PER_TURN,
                 )
             },
             "/v1/plugins": {"get": _op("The plugins loaded", "PluginInfo", array=True)},

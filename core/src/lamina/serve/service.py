@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from importlib import metadata
 from typing import Any, TypeVar
@@ -110,7 +110,25 @@ class Service:
         store = self._required()
         return await self._call(asyncio.to_thread, store.stats, self.assembler, label)
 
+    async def turn_stats(self, label: str) -> Mapping[str, Any]:
+        """The session's statistics turn by turn (the store's ``turn_stats``)."""
+        data: Mapping[str, Any] = await self._stats_view(label, "turn_stats", "per-turn statistics")
+        return data
+
+    async def stats_page(self, label: str) -> str:
+        """The session's statistics as one HTML page (the store's ``stats_page``)."""
+        page: str = await self._stats_view(label, "stats_page", "statistics page")
+        return page
+
     # -- internals -----------------------------------------------------------------------
+
+    async def _stats_view(self, label: str, what: str, words: str) -> Any:
+        check_label(label, key="label")
+        store = self._required()
+        view = getattr(store, what)
+        if view is None:
+            raise ConfigError(f"the session store {store.name!r} has no {words}", key=what)
+        return await self._call(asyncio.to_thread, view, self.assembler, label)
 
     def _record(self) -> SessionStore | None:
         return None if self.store is None else self.store.record

@@ -1,4 +1,5 @@
-"""``lamina ledger``: statistics of a session and imports of JSONL transcripts."""
+"""``lamina ledger``: statistics of a session (a table, JSON or an HTML page) and imports of
+JSONL transcripts."""
 
 from __future__ import annotations
 
@@ -50,34 +51,47 @@ def ledger_group() -> None:
 
 @ledger_group.command("stats")
 @click.argument("session")
+@click.option("--per-turn", is_flag=True, help="List every turn (usage, cost, prefix, busts).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--html", "as_html", is_flag=True, help="Write one self-contained HTML page with charts."
+)
 @_config
 @_database
-def stats(session: str, config_path: str | None, database: str | None) -> None:
-    """Turns, compactions, tokens sent and the cache-hit ratio of SESSION."""
-    from lamina import LaminaError
+def stats(
+    session: str,
+    per_turn: bool,
+    as_json: bool,
+    as_html: bool,
+    config_path: str | None,
+    database: str | None,
+) -> None:
+    """Turns, compactions, tokens, cost and the cache-hit ratio of SESSION; with --per-turn
+    each turn, a cache bust naming the first block of the stable prefix that changed."""
+    import json
 
+    from lamina import LaminaError
+    from lamina_ledger.stats import report_data, turn_report
+
+    if as_json and as_html:
+        raise click.UsageError("--json and --html: choose one")
     ledger = _open(config_path, database, readonly=True)
     try:
         with ledger:
-            s = ledger.stats(session)
+            report = turn_report(ledger, session)
     except LaminaError as exc:
         click.echo(f"lamina: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    ratio = "n/a" if s.cache_hit_ratio is None else f"{s.cache_hit_ratio:.3f}"
-    rows = [
-        ("session", s.session),
-        ("turns", f"{s.turns:,}"),
-        ("compactions", f"{s.compactions:,}"),
-        ("turns with usage", f"{s.turns_with_usage:,}"),
-        ("input tokens", f"{s.input_tokens:,}"),
-        ("cached input tokens", f"{s.cached_input_tokens:,}"),
-        ("cache write tokens", f"{s.cache_creation_tokens:,}"),
-        ("output tokens", f"{s.output_tokens:,}"),
-        ("cache-hit ratio", ratio),
-    ]
-    width = max(len(k) for k, _ in rows)
-    for key, value in rows:
-        click.echo(f"{key:<{width}}  {value}")
+    if as_html:
+        from lamina_ledger.stats_page import render_stats_html
+
+        click.echo(render_stats_html(report), nl=False)
+    elif as_json:
+        click.echo(json.dumps(report_data(report, per_turn=per_turn), indent=2))
+    else:
+        from lamina_ledger.stats_text import stats_text
+
+        click.echo(stats_text(report, per_turn=per_turn), nl=False)
 
 
 @ledger_group.command("import")

@@ -166,6 +166,21 @@ class LedgerStore:
             },
         )
 
+    def turn_stats(self, assembler: Any, label: str) -> dict[str, Any]:
+        """``lamina ledger stats LABEL --per-turn --json``, as data."""
+        from lamina_ledger.stats import report_data, turn_report
+
+        with _known(label):
+            return report_data(turn_report(self.session(assembler).ledger, label))
+
+    def stats_page(self, assembler: Any, label: str) -> str:
+        """``lamina ledger stats LABEL --html``."""
+        from lamina_ledger.stats import turn_report
+        from lamina_ledger.stats_page import render_stats_html
+
+        with _known(label):
+            return render_stats_html(turn_report(self.session(assembler).ledger, label))
+
     def close(self, assembler: Any) -> None:
         with self._lock:
             found = self._sessions.pop(assembler, None)
@@ -181,6 +196,8 @@ class LedgerStore:
             compact=self.compact,
             stats=self.stats,
             close=self.close,
+            turn_stats=self.turn_stats,
+            stats_page=self.stats_page,
             description="sessions in the Agents Ledger: proactive compaction, turns with usage",
         )
 
