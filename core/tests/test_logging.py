@@ -273,6 +273,55 @@ def test_progress_pads_over_a_longer_previous_line():
     assert len(second) == len(first) and last.endswith("\n") and last.count("\n") == 1
 
 
+def test_progress_of_a_resumed_job_rates_only_this_runs_work():
+    stream, clock = _Terminal(), _Clock()
+    with Progress("import", total=100, unit="rows", start=40, stream=stream, clock=clock) as p:
+        clock.now += 2.0
+        p.update(50)
+    assert stream.getvalue().split("\r")[1:] == [
+        "lamina: import: 50 of 100 rows, 5.0/s",
+        "lamina: import: 50 of 100 rows, 5.0/s\n",
+    ]
+
+
+def test_progress_rates_a_second_count_and_learns_its_total():
+    stream, clock = _Terminal(), _Clock()
+    p = Progress("m.jsonl", unit="memories", rate_unit="embeddings", stream=stream, clock=clock)
+    p.update(0)  # nothing embedded yet: no rate
+    clock.now += 4.0
+    p.update(256, rated=200, total=257)
+    p.advance(1, rated=2)
+    p.close()
+    assert stream.getvalue().split("\r")[1:] == [
+        "lamina: m.jsonl: 0 memories",
+        "lamina: m.jsonl: 256 of 257 memories, 50.0 embeddings/s",
+        "lamina: m.jsonl: 257 of 257 memories, 50.5 embeddings/s\n",
+    ]
+
+
+def test_show_overrides_the_terminal_check():
+    forced = io.StringIO()
+    with Progress("x", stream=forced, show=True, clock=_Clock()) as p:
+        p.advance()
+    assert forced.getvalue() == "\rlamina: x: 1 items" * 2 + "\n"
+    silenced = _Terminal()
+    with Progress("x", stream=silenced, show=False) as p:
+        p.advance()
+    assert silenced.getvalue() == ""
+
+
+def test_progress_is_public_api():
+    assert lamina.progress is lamina.log.progress and lamina.Progress is Progress
+    bar = lamina.progress("job", total=3, unit="files", rate_unit="bytes", start=1, show=False)
+    assert (bar.total, bar.unit, bar.rate_unit, bar.done, bar.shown) == (
+        3,
+        "files",
+        "bytes",
+        1,
+        False,
+    )
+
+
 def test_cli_prints_no_progress_into_a_pipe(tmp_path):
     (tmp_path / "lamina.toml").write_text('model = "gpt-4o"\n')
     out = lamina_cli("assemble", "-m", "hi", cwd=tmp_path)

@@ -84,9 +84,14 @@ def _is_terminal(stream: IO[str]) -> bool:
 class Progress:
     """A one-line counter for long CLI work: ``lamina: LABEL: 1,200 of 5,000 UNIT, 310/s``,
     redrawn in place on a terminal and silent otherwise (a pipe, a file, CI), so scripted
-    output stays clean. Use as a context manager; ``advance`` or ``iterate`` as work is done.
+    output stays clean. Use as a context manager; ``advance`` or ``iterate`` as work is done,
+    or ``update`` with absolute counts when the work reports its own state.
 
-    ``clock`` and ``interval`` (the fewest seconds between redraws) exist for tests.
+    The rate is of ``unit`` done since ``start`` (a resumed job's earlier work is not this
+    run's), or with ``rate_unit`` of a second count (``rated``: embeddings per second while
+    memories are counted). ``show`` forces the line on or off (default: whether the stream is
+    a terminal). ``clock`` and ``interval`` (the fewest seconds between redraws) exist for
+    tests.
     """
 
     def __init__(
@@ -95,6 +100,9 @@ class Progress:
         *,
         total: int | None = None,
         unit: str = "items",
+        rate_unit: str | None = None,
+        start: int = 0,
+        show: bool | None = None,
         stream: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         interval: float = 0.2,
@@ -102,9 +110,11 @@ class Progress:
         self.label = label
         self.total = total
         self.unit = unit
+        self.rate_unit = rate_unit
         self.stream = stream if stream is not None else sys.stderr
-        self.shown = _is_terminal(self.stream)
-        self.done = 0
+        self.shown = _is_terminal(self.stream) if show is None else show
+        self.done = self.start = start
+        self.rated = 0
         self._clock = clock
         self._interval = interval
         self._started = clock()
@@ -112,9 +122,23 @@ class Progress:
         self._width = 0
         self._closed = False
 
-    def advance(self, n: int = 1) -> None:
-        """Count ``n`` more items done (redrawn at most every ``interval`` seconds)."""
+    def advance(self, n: int = 1, *, rated: int = 0) -> None:
+        """Count ``n`` more items done and ``rated`` more of the rated count (redrawn at most
+        every ``interval`` seconds)."""
         self.done += n
+        self.rated += rated
+        self._redraw()
+
+    def update(self, done: int, *, rated: int | None = None, total: int | None = None) -> None:
+        """Set the counts (and the total, once known) to where the work says it is."""
+        self.done = done
+        if rated is not None:
+            self.rated = rated
+        if total is not None:
+            self.total = total
+        self._redraw()
+
+    def _redraw(self) -> None:
         if not self.shown:
             return
         now = self._clock()
@@ -131,7 +155,11 @@ class Progress:
         """The text shown: items done (of the total, if known) and the rate so far."""
         elapsed = (self._clock() if now is None else now) - self._started
         count = f"{self.done:,}" if self.total is None else f"{self.done:,} of {self.total:,}"
-        rate = f", {self.done / elapsed:,.1f}/s" if elapsed > 0 else ""
+        if self.rate_unit is None:
+            rate = f", {(self.done - self.start) / elapsed:,.1f}/s" if elapsed > 0 else ""
+        else:
+            shown = elapsed > 0 and self.rated
+            rate = f", {self.rated / elapsed:,.1f} {self.rate_unit}/s" if shown else ""
         return f"lamina: {self.label}: {count} {self.unit}{rate}"
 
     def close(self) -> None:
@@ -143,7 +171,7 @@ class Progress:
         if self.shown:
             self._draw(now, end="\n")
         get_logger("progress").debug(
-            "%s: %d %s in %.2fs", self.label, self.done, self.unit, now - self._started
+            "%s: %d %s in %.2fs", self.label, self.done - self.start, self.unit, now - self._started
         )
 
     def _draw(self, now: float, *, end: str) -> None:
@@ -166,6 +194,15 @@ class Progress:
         self.close()
 
 
-def progress(label: str, *, total: int | None = None, unit: str = "items") -> Progress:
-    """A ``Progress`` on standard error: ``with progress("memory import", total=n) as p:``."""
-    return Progress(label, total=total, unit=unit)
+def progress(
+    label: str,
+    *,
+    total: int | None = None,
+    unit: str = "items",
+    rate_unit: str | None = None,
+    start: int = 0,
+    show: bool | None = None,
+) -> Progress:
+    """A ``Progress`` on standard error: ``with progress("memory import", total=n) as p:``
+    (shown only when standard error is a terminal, unless ``show`` says otherwise)."""
+    return Progress(label, total=total, unit=unit, rate_unit=rate_unit, start=start, show=show)

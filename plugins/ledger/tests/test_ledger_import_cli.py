@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -12,6 +15,8 @@ from lamina_ledger.errors import LedgerError
 from lamina_ledger.importer import import_jsonl
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.plugin import lamina_commands
+from lamina_ledger.stats import turn_report
+from lamina_ledger.transcript import TranscriptError
 
 from lamina import ToolCallPart, ToolResultPart
 
@@ -194,3 +199,73 @@ def test_cli_reads_the_database_from_the_config(tmp_path: Path) -> None:
     assert (tmp_path / "state" / "l.db").is_file()  # relative to the config file
     out = runner.invoke(cli, ["ledger", "stats", "c", "--config", cfg])
     assert "cache-hit ratio      0.900" in out.output
+
+
+def test_imported_turns_cost_the_transcripts_price_else_models_dev(tmp_path: Path) -> None:
+    entries = json.loads(json.dumps(ENTRIES))
+    entries[7]["message"]["usage"]["cost"] = {"total": 0.0123}  # turn 2: the transcript's
+    entries[4]["message"]["usage"]["cost"] = {"total": 1.0}  # turn 1: one of two requests
+    src = write(tmp_path / "s.jsonl", entries)
+    with Ledger.open(str(tmp_path / "l.db")) as w:
+        import_jsonl(w, src, "chat")
+        costs = [t.cost for t in turn_report(w, "chat").turns]
+    # Turn 1 at claude-sonnet-4-5's prices on models.dev: $3 input, $0.30 cached, $15 output.
+    assert costs[0] == pytest.approx((200 * 3 + 1800 * 0.3 + 40 * 15) / 1e6)
+    assert costs[1:] == [pytest.approx(0.0123), None, None]  # then the compaction, turn 3
+    bad = json.loads(json.dumps(ENTRIES))
+    bad[2]["message"]["usage"]["cost"] = {"total": "cheap"}
+    says = r"b.jsonl:3: message.usage.cost.total: must be a number of dollars"
+    with Ledger.open(str(tmp_path / "m.db")) as w, pytest.raises(TranscriptError, match=says):
+        import_jsonl(w, write(tmp_path / "b.jsonl", bad), "b")
+
+
+def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run ``lamina`` with standard error on a pseudo-terminal: (exit code, stdout, stderr)."""
+    master, slave = os.openpty()
+    env = {**os.environ, "LAMINA_PLUGINS": "ledger"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lamina", *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        cwd=cwd,
+        env=env,
+        text=True,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    out, _ = proc.communicate(timeout=120)
+    os.close(master)
+    return proc.returncode, out, b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_import_shows_progress_on_a_terminal_and_nothing_in_a_pipe(tmp_path: Path) -> None:
+    many, parent = [ENTRIES[0]], None
+    for i in range(300):
+        reply = {"role": "assistant", "content": [{"type": "text", "text": "a"}], "usage": USAGE}
+        for key, message in ((f"u{i}", {"role": "user", "content": "q"}), (f"a{i}", reply)):
+            many.append({"type": "message", "id": key, "parentId": parent, "message": message})
+            parent = key
+    src = write(tmp_path / "many.jsonl", many)
+    code, out, err = _on_a_terminal(
+        ["ledger", "import", str(src), "-s", "t", "-d", "t.db"], tmp_path
+    )
+    assert code == 0, err
+    assert "imported 300 turns" in out
+    assert f"\rlamina: {src}: 300 of 300 entries, " in err and err.endswith("/s\r\n")
+    piped = subprocess.run(
+        [sys.executable, "-m", "lamina", "ledger", "import", str(src), "-s", "p", "-d", "p.db"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "LAMINA_PLUGINS": "ledger"},
+        timeout=120,
+    )
+    assert piped.returncode == 0 and piped.stderr == "" and "imported 300 turns" in piped.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -141,12 +142,14 @@ def _import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tty: bool) -> Any:
 def test_progress_shows_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = _import(tmp_path, monkeypatch, tty=True)
     assert out.exit_code == 0
-    assert f"\r{tmp_path / 'm.jsonl'}: 256/257 memories" in out.stderr
-    assert out.stderr.endswith(f"257/257 memories, {_rate(out.stderr)} embeddings/s\n")
-
-
-def _rate(stderr: str) -> str:
-    return stderr.rsplit(", ", 1)[1].split(" ")[0]
+    name = tmp_path / "m.jsonl"
+    assert f"\rlamina: {name}: 256 of 257 memories, " in out.stderr  # the first batch
+    last = out.stderr.rsplit("\r", 1)[1]
+    assert re.fullmatch(
+        rf"lamina: {re.escape(str(name))}: 257 of 257 memories, "
+        r"[\d,]+\.\d embeddings/s\n",
+        last,
+    ), last
 
 
 def test_no_progress_when_not_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

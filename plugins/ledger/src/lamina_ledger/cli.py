@@ -102,14 +102,15 @@ def stats(
 def import_cmd(
     transcript: str, session: str, config_path: str | None, database: str | None
 ) -> None:
-    """Import a pi / OpenClaw JSONL TRANSCRIPT as a new session."""
-    from lamina import LaminaError
+    """Import a pi / OpenClaw JSONL TRANSCRIPT as a new session (a terminal shows the
+    progress)."""
+    from lamina import LaminaError, progress
     from lamina_ledger.importer import import_jsonl
 
     ledger = _open(config_path, database, readonly=False)
     try:
-        with ledger:
-            r = import_jsonl(ledger, transcript, session)
+        with ledger, progress(transcript, unit="entries") as bar:
+            r = import_jsonl(ledger, transcript, session, progress=bar)
     except LaminaError as exc:
         click.echo(f"lamina: error: {exc}", err=True)
         sys.exit(exc.exit_code)

@@ -10,16 +10,20 @@ import after the first gets its own turn ids)."""
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from attrs import define, frozen
+from attrs import define, field, frozen
 
 from lamina import ImagePart, Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.records import Trigger
 from lamina_ledger.transcript import Line, kind, read_lines, split
+
+if TYPE_CHECKING:
+    from lamina import Progress
 
 #: Entry types that carry no conversation (settings changes, labels, extension state).
 _IGNORED = {"model_change", "thinking_level_change", "custom", "label", "session_info"}
@@ -40,6 +44,8 @@ class _Turn:
     key: str
     messages: list[Message]
     usage: list[Usage]
+    #: What each request of the turn cost as the transcript says (``None``: it does not).
+    costs: list[float | None] = field(factory=list)
     model: str | None = None
     provider: str | None = None
     started_at: str | None = None
@@ -110,6 +116,18 @@ def _usage(line: Line, data: Any) -> Usage | None:
     )
 
 
+def _cost(line: Line, data: Any) -> float | None:
+    """An assistant message's ``usage.cost.total`` (US dollars), when the transcript has it."""
+    cost = data.get("cost") if isinstance(data, dict) else None
+    total = cost.get("total") if isinstance(cost, dict) else None
+    if total is None:
+        return None
+    ok = isinstance(total, int | float) and not isinstance(total, bool)
+    if not ok or not math.isfinite(total) or total < 0:
+        raise line.fail(f"must be a number of dollars, got {total!r}", "message.usage.cost.total")
+    return float(total)
+
+
 def _message(line: Line) -> tuple[Message | None, Usage | None]:
     """A ``message`` entry's message (``None``: excluded from context) and usage."""
     msg = line.entry.get("message")
@@ -175,6 +193,7 @@ def plan(path: Path, session: str) -> tuple[str, list[_Turn | _Compaction], int]
             current.completed_at = stamp or current.completed_at
             if usage is not None:
                 current.usage.append(usage)
+                current.costs.append(_cost(line, line.entry["message"].get("usage")))
                 total = _sum(current.usage)
                 assert total is not None
                 line.whole(total.input_tokens, "message.usage.input")  # the turn's sum fits too
@@ -226,9 +245,15 @@ def _compaction(line: Line, key: str, turn_of: dict[str, str]) -> _Compaction:
     )
 
 
-def import_jsonl(ledger: Ledger, path: str | Path, session: str) -> ImportResult:
-    """Import one transcript as ``session`` (which must not exist yet)."""
+def import_jsonl(
+    ledger: Ledger, path: str | Path, session: str, *, progress: Progress | None = None
+) -> ImportResult:
+    """Import one transcript as ``session`` (which must not exist yet). A turn's cost is the
+    transcript's (``usage.cost.total``) when every request of it has one, else models.dev's
+    price of its usage. ``progress`` counts the turns and compactions as they are written."""
     prefix, steps, skipped = plan(Path(path), session)
+    if progress is not None:
+        progress.update(0, total=len(steps))
     with ledger.batch(session):
         if session in ledger.sessions():
             raise LedgerError("the session already exists; import into a new one", session=session)
@@ -248,6 +273,7 @@ def import_jsonl(ledger: Ledger, path: str | Path, session: str) -> ImportResult
                     turn_id=f"{prefix}/{step.key}",
                     started_at=step.started_at,
                     completed_at=step.completed_at,
+                    cost=_total(step.costs),
                 )
             else:
                 ledger.record_compaction(
@@ -260,6 +286,8 @@ def import_jsonl(ledger: Ledger, path: str | Path, session: str) -> ImportResult
                     turn_id=f"{prefix}/{step.key}",
                     created_at=step.created_at,
                 )
+            if progress is not None:
+                progress.advance()
     turns = [s for s in steps if isinstance(s, _Turn)]
     return ImportResult(
         session=session,
@@ -275,6 +303,13 @@ def _closed(turn: _Turn) -> bool:
     calls = {p.id for m in turn.messages for p in m.content if isinstance(p, ToolCallPart)}
     results = {p.call_id for m in turn.messages for p in m.content if isinstance(p, ToolResultPart)}
     return calls <= results
+
+
+def _total(costs: list[float | None]) -> float | None:
+    """The turn's cost from the transcript: the sum, when every request has one."""
+    if not costs or any(c is None for c in costs):
+        return None
+    return sum(c for c in costs if c is not None)
 
 
 def _sum(usages: list[Usage]) -> Usage | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from lamina import LaminaError, load_config
+from lamina import LaminaError, Progress, load_config, progress
 
 if TYPE_CHECKING:
     from lamina_memory.service import ImportProgress, MemoryService
@@ -44,18 +44,18 @@ def interactive() -> bool:
     return sys.stderr.isatty()
 
 
-def _progress(name: str) -> Callable[[ImportProgress], None] | None:
-    """A progress line rewritten in place on a terminal (memories, embeddings per second);
-    nothing when standard error is not one (pipes, logs, CI)."""
-    if not interactive():
-        return None
+def _progress(name: str) -> Progress:
+    """The import's progress line (``lamina.progress``): memories written of the file's and
+    embeddings per second, rewritten in place on a terminal; nothing when standard error is
+    not one (pipes, logs, CI)."""
+    return progress(name, unit="memories", rate_unit="embeddings", show=interactive())
+
+
+def _shown(bar: Progress) -> Callable[[ImportProgress], None]:
+    """The import's reports, counted on ``bar``."""
 
     def show(p: ImportProgress) -> None:
-        rate = f", {p.rate:,.0f} embeddings/s" if p.embedded else ""
-        end = "\n" if p.done >= p.total else ""
-        click.echo(f"\r{name}: {p.done:,}/{p.total:,} memories{rate}", err=True, nl=False)
-        if end:
-            click.echo("", err=True)
+        bar.update(p.done, rated=p.embedded, total=p.total)
 
     return show
 
@@ -71,7 +71,8 @@ def import_cmd(config_path: str | None, files: tuple[str, ...]) -> None:
         svc = _service(config_path)
         try:
             for f in files:
-                done = svc.import_file(f, progress=_progress(f))
+                with _progress(f) as bar:
+                    done = svc.import_file(f, progress=_shown(bar))
                 resumed = f" (resumed after {done.start})" if done.start else ""
                 click.echo(f"{f}: imported {done.written} memories{resumed}")
         finally:
