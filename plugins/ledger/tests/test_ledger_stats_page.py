@@ -421,8 +421,10 @@ def test_the_screenshot_draws_the_tokens_to_scale(
     per_token = sum(drawn.values()) / sum(tokens.values())
     for kind, n in drawn.items():
         assert abs(n - tokens[kind] * per_token) <= 0.03 * sum(drawn.values()) + 400, (kind, drawn)
-    assert pixels[_colour("#c62828")] > 40  # the cache bust's mark
-    assert pixels[_colour("#a0561c")] > 150  # the compaction's dashed line
+    # The cache bust's marks over both charts (the legend's glyph alone is a few dozen) and
+    # the compaction's dashed lines.
+    assert pixels[_colour("#c62828")] > 120
+    assert pixels[_colour("#a0561c")] > 150
     assert pixels[_colour("#7b4fb0")] > 2000  # the cost bars
 
 

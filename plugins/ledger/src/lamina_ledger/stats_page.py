@@ -69,7 +69,10 @@ def render_stats_html(report: TurnReport) -> str:
         _header(report),
         '<section id="tokens"><h2>Tokens and cache hits per turn</h2>',
         _token_chart(report.turns, turns),
-        _legend([(label, color) for _, label, color in SERIES] + [("cache-hit ratio", RATIO)]),
+        _legend(
+            [(label, color) for _, label, color in SERIES] + [("cache-hit ratio", RATIO)],
+            marks=True,
+        ),
         "</section>",
         '<section id="costs"><h2>Cost per turn</h2>',
         _cost_chart(report.turns, turns),
@@ -290,11 +293,17 @@ def _cost_chart(report_turns: Sequence[TurnStats], turns: Sequence[TurnStats]) -
     return _svg("cost", "cost per turn", inner)
 
 
-def _legend(keys: Sequence[tuple[str, str]]) -> str:
+def _legend(keys: Sequence[tuple[str, str]], *, marks: bool = False) -> str:
     items = "".join(
         f'<span class="key"><i class="swatch" style="background:{color}"></i>{esc(label)}</span>'
         for label, color in keys
     )
+    if marks:
+        items += (
+            f'<span class="key"><b style="color:{BUST}">&#9660;</b> cache bust (hover: the '
+            "first block that changed)</span>"
+            f'<span class="key"><b style="color:{COMPACTION}">&#8942;</b> compaction</span>'
+        )
     return f'<p class="legend">{items}</p>'
 
 
