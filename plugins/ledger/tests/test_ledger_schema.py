@@ -239,7 +239,7 @@ def test_a_version_3_ledger_with_turns_is_read_then_migrated_in_place(target: st
     with Ledger.open(target) as w:
         assert w.db.version() == SCHEMA_VERSION == 4
         assert w.history("s") == before and w.ancestry("s") == ancestry
-        prefix = Prefix(sha256="a" * 64, tokens=12, blocks=(("rules", "h1"),))
+        prefix = Prefix(sha256="a" * 64, tokens=12, blocks=(("rules", "h1", 12),))
         w.append_turn(
             "s",
             [Message.of("user", "q4")],

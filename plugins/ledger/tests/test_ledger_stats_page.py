@@ -55,14 +55,13 @@ class ProviderCache:
     this request's stable prefix stops matching the last one's, the rest of it written."""
 
     def __init__(self) -> None:
-        self.last: tuple[tuple[str, str], ...] = ()
+        self.last: tuple[tuple[str, str, int], ...] = ()
 
     def usage(self, ctx: AssembledContext, n: int) -> Usage:
         prefix = prefix_of(ctx)
         assert prefix is not None
-        tokens = {b.id: b.tokens for b in ctx.report.blocks}
         shared, _ = compare(self.last, prefix.blocks)
-        cached = min(prefix.tokens, sum(tokens.get(i, 0) for i, _ in prefix.blocks[:shared]))
+        cached = min(prefix.tokens, sum(tokens for _, _, tokens in prefix.blocks[:shared]))
         self.last = prefix.blocks
         return Usage(
             input_tokens=ctx.token_budget.used.total,
@@ -359,7 +358,7 @@ def test_content_on_the_page_stays_text(tmp_path: Path) -> None:
         from lamina_ledger.prefix import Prefix
 
         for n, block in enumerate(["a", HOSTILE]):
-            p = Prefix(sha256="0" * 64, tokens=1, blocks=((block, "h"),))
+            p = Prefix(sha256="0" * 64, tokens=1, blocks=((block, "h", 1),))
             w.append_turn(HOSTILE, [], model=HOSTILE, error=HOSTILE, prefix=p, turn_id=f"t{n}")
         report = turn_report(w, HOSTILE)
     text = render_stats_html(report)

@@ -12,7 +12,6 @@ from typing import Any
 
 import lamina_ledger.plugin as plugin
 import pytest
-from lamina_ledger.chain import DEPTH
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.prefix import Bust, Prefix, compare, prefix_of
 from lamina_ledger.pricing import cost, prices
@@ -65,8 +64,8 @@ def usage(n: int) -> Usage:
 def test_compare_names_the_first_block_that_differs(
     old: str, new: str, expected: tuple[int, Bust | None]
 ) -> None:
-    def entries(ids: str) -> list[tuple[str, str]]:  # an upper-case id: its block changed
-        return [(i.lower(), "v2" if i.isupper() else "v1") for i in ids]
+    def entries(ids: str) -> list[tuple[str, str, int]]:  # upper case: the block changed
+        return [(i.lower(), "v2" if i.isupper() else "v1", 5) for i in ids]
 
     assert compare(entries(old), entries(new)) == expected
 
@@ -227,15 +226,15 @@ def test_prices_come_from_models_dev_with_cache_reads_and_writes() -> None:
 # -- stored as a chain, read back whole ------------------------------------------------------
 
 
-def entries(n: int, *, changed: int | None = None) -> tuple[tuple[str, str], ...]:
-    return tuple((f"b{i}", "x" if i == changed else "h") for i in range(n))
+def entries(n: int, *, changed: int | None = None) -> tuple[tuple[str, str, int], ...]:
+    return tuple((f"b{i}", "x" if i == changed else "h", 10) for i in range(n))
 
 
 def test_prefixes_are_stored_as_what_each_turn_added_and_read_back_whole_when_cold(
     tmp_path: Path,
 ) -> None:
     db = str(tmp_path / "l.db")
-    turns = DEPTH * 2 + 5
+    turns = 150
     grown = Prefix(sha256="f" * 64, tokens=1, blocks=entries(3 + 2 * turns, changed=7))
     with Ledger.open(db) as w:
         for label in ("warm", "cold"):
@@ -247,7 +246,10 @@ def test_prefixes_are_stored_as_what_each_turn_added_and_read_back_whole_when_co
     with Ledger.open(db) as fresh:  # another process: read back from the rows
         fresh.append_turn("cold", [Message.of("user", "last")], prefix=grown)
         cold = turn_report(fresh, "cold").turns[-1]
+        fresh.append_turn("cold", [Message.of("user", "after")], prefix=grown)
+        again = turn_report(fresh, "cold").turns[-1]
     assert warm.cache_bust == cold.cache_bust == Bust(block="b7", change="changed")
+    assert again.cache_bust is None  # the same prefix again extends the last one
     conn = sqlite3.connect(db)
     rows = conn.execute(
         "SELECT prefix_base, prefix_blocks FROM turns t JOIN sessions s "
@@ -255,8 +257,21 @@ def test_prefixes_are_stored_as_what_each_turn_added_and_read_back_whole_when_co
     ).fetchall()
     conn.close()
     bases = [r[0] for r in rows]
-    assert bases[:3] == [0, 3, 5]
-    # A whole list again every DEPTH turns, else only what the turn added (two blocks).
-    assert [i for i, b in enumerate(bases[:-1]) if b == 0] == [0, DEPTH, 2 * DEPTH]
-    assert all(r[1].count('"b') == 2 for r in rows[1:-1] if r[0])
-    assert bases[-1] == 7  # the bust: the blocks before the changed one are shared
+    # The whole list once, then only the two blocks each turn added; the bust shares the
+    # blocks before the changed one; the turn after it adds nothing.
+    assert bases[:-2] == [0] + [3 + 2 * n for n in range(turns - 1)]
+    assert all(r[1].count('"b') == 2 for r in rows[1:-2])
+    assert bases[-2:] == [7, 3 + 2 * turns] and rows[-1][1] == "[]"
+
+
+def test_a_compaction_or_a_turn_without_prefix_starts_a_whole_list(tmp_path: Path) -> None:
+    with Ledger.open(str(tmp_path / "l.db")) as w:
+        p = Prefix(sha256="a" * 64, tokens=1, blocks=entries(3))
+        w.append_turn("s", [Message.of("user", "1")], prefix=p)
+        w.record_compaction("s", "summary", None)
+        w.append_turn("s", [Message.of("user", "2")], prefix=p)  # after a compaction
+        w.append_turn("s", [Message.of("user", "3")])  # no prefix known
+        w.append_turn("s", [Message.of("user", "4")], prefix=p)
+        w.append_turn("s", [Message.of("user", "5")], prefix=p)
+        rows = w.db.rows("SELECT prefix_base FROM turns ORDER BY started_at, rowid")
+    assert [r[0] for r in rows] == [0, None, 0, None, 0, 3]

@@ -1,7 +1,8 @@
 """Each turn's prefix blocks as the ledger stores them: the blocks after the first
-``prefix_base`` of the parent turn's (the whole list when ``prefix_base`` is 0), so a session
-whose prefix only grows stores each block about once. Reading a turn's whole list walks back
-to the last whole one (at most ``DEPTH`` turns); a writer remembers the lists it wrote last."""
+``prefix_base`` of the parent turn's (the whole list when ``prefix_base`` is 0: the session's
+first turn with a prefix, the first after a compaction or after a turn without one), so a
+session whose prefix only grows stores each block once. A writer remembers the lists it wrote
+last; another process reads a turn's whole list back once, walking to the last whole one."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from attrs import frozen
 from lamina_ledger.db import Database
 from lamina_ledger.prefix import Bust, Entry, Prefix, compare, dump, load
 
-#: A stored list refers back at most this many turns; then the whole list is stored again.
-DEPTH = 32
 #: Whole lists a writer remembers (by turn id): each session's latest, usually.
 MEMO = 256
+#: How far back a list is followed before the ledger is taken to be looping.
+WALK = 10_000_000
 
 
 @frozen(kw_only=True)
@@ -45,7 +46,7 @@ class PrefixChain:
     """Whole prefix lists of recent turns, and the row a new turn's prefix is stored as."""
 
     def __init__(self) -> None:
-        self._memo: OrderedDict[str, tuple[tuple[Entry, ...], int]] = OrderedDict()
+        self._memo: OrderedDict[str, tuple[Entry, ...]] = OrderedDict()
         self._lock = threading.Lock()
 
     def row(
@@ -56,24 +57,19 @@ class PrefixChain:
         if prefix is None:
             return PrefixRow()
         before = None if parent is None else self.whole(db, parent)
-        blocks, depth = prefix.blocks, 0
-        base, bust = 0, None
-        if before is not None:
-            shared, bust = compare(before[0], blocks)
-            if before[1] + 1 < DEPTH:
-                base, depth = shared, before[1] + 1
-        self._remember(turn_id, blocks, depth)
+        base, bust = compare(before, prefix.blocks) if before is not None else (0, None)
+        self._remember(turn_id, prefix.blocks)
         return PrefixRow(
             sha256=prefix.sha256,
             tokens=prefix.tokens,
             base=base,
-            blocks=dump(blocks[base:]),
+            blocks=dump(prefix.blocks[base:]),
             bust=bust,
         )
 
-    def whole(self, db: Database, turn_id: str) -> tuple[tuple[Entry, ...], int] | None:
-        """``turn_id``'s whole prefix list and how many turns back it refers, or ``None``
-        (a compaction turn, or a turn recorded without its prefix)."""
+    def whole(self, db: Database, turn_id: str) -> tuple[Entry, ...] | None:
+        """``turn_id``'s whole prefix list, or ``None`` (a compaction turn, or a turn recorded
+        without its prefix)."""
         with self._lock:
             found = self._memo.get(turn_id)
             if found is not None:
@@ -87,22 +83,23 @@ class PrefixChain:
             " FROM walk JOIN turns t ON t.id = walk.parent_id"
             " WHERE walk.base > 0 AND walk.n < ?"
             ") SELECT type, base, blocks FROM walk ORDER BY n",
-            (turn_id, DEPTH),
+            (turn_id, WALK),
         )
         if not rows or any(r[0] != "normal" or r[1] is None or r[2] is None for r in rows):
             return None
-        if int(rows[-1][1]) != 0:  # a chain longer than any writer stores: not trusted
+        if int(rows[-1][1]) != 0:  # the walk ended before a whole list: not to be trusted
             return None
         blocks = load(rows[-1][2])
         for _type, base, more in reversed(rows[:-1]):
-            blocks = blocks[: int(base)] + load(more)
-        found = (blocks, len(rows) - 1)
-        self._remember(turn_id, *found)
-        return found
+            del blocks[int(base) :]  # in place: a growing prefix is rebuilt in linear time
+            blocks.extend(load(more))
+        whole = tuple(blocks)
+        self._remember(turn_id, whole)
+        return whole
 
-    def _remember(self, turn_id: str, blocks: tuple[Entry, ...], depth: int) -> None:
+    def _remember(self, turn_id: str, blocks: tuple[Entry, ...]) -> None:
         with self._lock:
-            self._memo[turn_id] = (blocks, depth)
+            self._memo[turn_id] = blocks
             self._memo.move_to_end(turn_id)
             while len(self._memo) > MEMO:
                 self._memo.popitem(last=False)

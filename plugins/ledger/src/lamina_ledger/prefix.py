@@ -1,5 +1,6 @@
 """The stable prefix of an assembled request as the ledger records it with the turn: its hash
-and size, and its blocks in request order (each block's id and a short hash of what was sent).
+and size, and its blocks in request order (each block's id, the start of its content hash and
+its tokens: a block cut differently counts other tokens).
 
 A provider's prompt cache serves a request from the longest prefix it has seen, so the next
 turn's prefix should start with this one's. When it does not, and no compaction came between,
@@ -16,22 +17,30 @@ from typing import Literal
 
 from attrs import frozen
 
-from lamina import AssembledContext, AssemblyRequest, unstructure
+from lamina import (
+    AssembledContext,
+    AssemblyReport,
+    AssemblyRequest,
+    BlockReport,
+    Tool,
+    unstructure,
+)
 
 #: The placements a stable prefix covers, in request order.
 PLACEMENTS = ("system", "before_history", "history")
 #: The entry standing for the tool definitions (sent ahead of the system prompt).
 TOOLS = "(tools)"
-#: Hex digits kept of each block's hash: enough to tell one block's versions apart.
+#: Hex digits kept of each block's content hash: enough to tell one block's versions apart.
 SHORT = 16
 
-Entry = tuple[str, str]
+#: A block of a prefix: its id, the start of its content hash, its tokens.
+Entry = tuple[str, str, int]
 Change = Literal["changed", "added", "removed", "moved"]
 
 
 @frozen(kw_only=True)
 class Prefix:
-    """A request's stable prefix: the report's hash and tokens, and its ``(id, hash)`` blocks."""
+    """A request's stable prefix: the report's hash and tokens, and its blocks in order."""
 
     sha256: str
     tokens: int
@@ -52,19 +61,25 @@ def _short(text: str) -> str:
 
 def prefix_of(ctx: AssembledContext) -> Prefix | None:
     """The stable prefix of an assembled context (``None`` when its report has none)."""
-    stable = ctx.report.stable_prefix
+    return prefix_from(ctx.report, ctx.tools)
+
+
+def prefix_from(report: AssemblyReport, tools: Sequence[Tool]) -> Prefix | None:
+    """The stable prefix of an assembly's report and the tools sent with it."""
+    stable = report.stable_prefix
     if stable is None:
         return None
-    rank = {p: i for i, p in enumerate(PLACEMENTS)}
-    live = sorted(
-        (b for b in ctx.report.blocks if b.status != "dropped" and b.placement in rank),
-        key=lambda b: rank[b.placement],
-    )
+    # One pass (a long history has thousands of blocks), grouped in request order.
+    groups: dict[str, list[BlockReport]] = {p: [] for p in PLACEMENTS}
+    for b in report.blocks:
+        group = groups.get(b.placement)
+        if group is not None and b.status != "dropped":
+            group.append(b)
     entries: list[Entry] = []
-    if ctx.tools:
-        tools = json.dumps([unstructure(t) for t in ctx.tools], sort_keys=True, ensure_ascii=False)
-        entries.append((TOOLS, _short(tools)))
-    entries += [(b.id, _short(f"{b.placement}\x00{b.hash}\x00{b.tokens}")) for b in live]
+    if tools:
+        text = json.dumps([unstructure(t) for t in tools], sort_keys=True, ensure_ascii=False)
+        entries.append((TOOLS, _short(text), 0))
+    entries += [(b.id, b.hash[:SHORT], b.tokens) for g in groups.values() for b in g]
     return Prefix(sha256=stable.sha256, tokens=stable.tokens, blocks=tuple(entries))
 
 
@@ -93,24 +108,24 @@ def dump(entries: Sequence[Entry]) -> str:
     return json.dumps([list(e) for e in entries], ensure_ascii=False, separators=(",", ":"))
 
 
-def load(text: str) -> tuple[Entry, ...]:
-    return tuple((str(e[0]), str(e[1])) for e in json.loads(text))
+def load(text: str) -> list[Entry]:
+    return [(str(e[0]), str(e[1]), int(e[2])) for e in json.loads(text)]
 
 
 class Prefixes:
-    """The prefix of each session's last assembly, until its turn is recorded (bounded: the
-    least recently assembled session is forgotten first)."""
+    """What each session's last assembly sent, until its turn is recorded: the report and the
+    tools, made into a ``Prefix`` only then (an assembly whose turn is never recorded costs
+    nothing). Bounded: the least recently assembled session is forgotten first."""
 
-    def __init__(self, size: int = 4096) -> None:
-        self._by_session: OrderedDict[str, Prefix | None] = OrderedDict()
+    def __init__(self, size: int = 1024) -> None:
+        self._by_session: OrderedDict[str, tuple[AssemblyReport, tuple[Tool, ...]]] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
     def keep(self, session: str, ctx: AssembledContext) -> AssembledContext:
         """Remember ``ctx``'s prefix as ``session``'s next turn's; returns ``ctx``."""
-        prefix = prefix_of(ctx)
         with self._lock:
-            self._by_session[session] = prefix
+            self._by_session[session] = (ctx.report, ctx.tools)
             self._by_session.move_to_end(session)
             while len(self._by_session) > self._size:
                 self._by_session.popitem(last=False)
@@ -122,4 +137,5 @@ class Prefixes:
         if isinstance(request, AssembledContext):
             return prefix_of(request)
         with self._lock:
-            return self._by_session.pop(request.session_label, None)
+            sent = self._by_session.pop(request.session_label, None)
+        return None if sent is None else prefix_from(*sent)
