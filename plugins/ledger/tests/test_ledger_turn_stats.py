@@ -275,3 +275,24 @@ def test_a_compaction_or_a_turn_without_prefix_starts_a_whole_list(tmp_path: Pat
         w.append_turn("s", [Message.of("user", "5")], prefix=p)
         rows = w.db.rows("SELECT prefix_base FROM turns ORDER BY started_at, rowid")
     assert [r[0] for r in rows] == [0, None, 0, None, 0, 3]
+
+
+def test_a_turn_another_process_assembled_does_not_take_this_ones_prefix(
+    tmp_path: Path, exchange: Callable[..., list[Message]]
+) -> None:
+    """Two services on one ledger, the host's requests alternating between them: each turn
+    gets the prefix of its own assembly or none, never the other turn's."""
+    db = str(tmp_path / "l.db")
+    a, b = assembler(db, {"rules": "r"}), assembler(db, {"rules": "r"})
+    with LedgerSession(a) as one, LedgerSession(b) as two:
+        one.start("s")
+        first = one.assemble(a.request("one"))  # assembled by one, recorded by two
+        two.record_turn(b.request(""), [first.current_message, Message.of("assistant", "1")])
+        second = two.assemble(b.request("two"))  # assembled by two, recorded by one
+        one.record_turn(a.request(""), [second.current_message, Message.of("assistant", "2")])
+        third = one.assemble(a.request("three"))  # both by one: recorded with its prefix
+        one.record_turn(a.request(""), [third.current_message, Message.of("assistant", "3")])
+        turns = turn_report(one.ledger, "s").turns
+    stable = third.report.stable_prefix
+    assert stable is not None
+    assert [t.prefix_sha256 for t in turns] == [None, None, stable.sha256]

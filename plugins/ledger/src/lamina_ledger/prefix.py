@@ -22,6 +22,8 @@ from lamina import (
     AssemblyReport,
     AssemblyRequest,
     BlockReport,
+    Event,
+    Message,
     Tool,
     unstructure,
 )
@@ -112,30 +114,50 @@ def load(text: str) -> list[Entry]:
     return [(str(e[0]), str(e[1]), int(e[2])) for e in json.loads(text)]
 
 
+@frozen(kw_only=True)
+class _Sent:
+    """What an assembly sent, kept until its turn is recorded."""
+
+    report: AssemblyReport
+    tools: tuple[Tool, ...]
+    current: Message
+    event: Event | None
+
+
 class Prefixes:
     """What each session's last assembly sent, until its turn is recorded: the report and the
     tools, made into a ``Prefix`` only then (an assembly whose turn is never recorded costs
     nothing). Bounded: the least recently assembled session is forgotten first."""
 
     def __init__(self, size: int = 1024) -> None:
-        self._by_session: OrderedDict[str, tuple[AssemblyReport, tuple[Tool, ...]]] = OrderedDict()
+        self._by_session: OrderedDict[str, _Sent] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
-    def keep(self, session: str, ctx: AssembledContext) -> AssembledContext:
-        """Remember ``ctx``'s prefix as ``session``'s next turn's; returns ``ctx``."""
+    def keep(self, ctx: AssembledContext, event: Event | None = None) -> AssembledContext:
+        """Remember what ``ctx`` sent (assembled for ``event``) as its session's next turn's;
+        returns ``ctx``."""
+        sent = _Sent(report=ctx.report, tools=ctx.tools, current=ctx.current_message, event=event)
         with self._lock:
-            self._by_session[session] = (ctx.report, ctx.tools)
-            self._by_session.move_to_end(session)
+            self._by_session[ctx.session_label] = sent
+            self._by_session.move_to_end(ctx.session_label)
             while len(self._by_session) > self._size:
                 self._by_session.popitem(last=False)
         return ctx
 
-    def take(self, request: AssemblyRequest | AssembledContext) -> Prefix | None:
+    def take(
+        self, request: AssemblyRequest | AssembledContext, messages: Sequence[Message] = ()
+    ) -> Prefix | None:
         """The prefix of the turn being recorded: the assembled context's own when given one,
-        else what this session's last assembly remembered (once: a prefix is one request's)."""
+        else what this session's last assembly sent, provided the turn is that assembly's
+        (its request has the same event, or its messages hold the current message as sent);
+        a turn another process assembled gets none. Taken once: a prefix is one request's."""
         if isinstance(request, AssembledContext):
             return prefix_of(request)
         with self._lock:
             sent = self._by_session.pop(request.session_label, None)
-        return None if sent is None else prefix_from(*sent)
+        if sent is None:
+            return None
+        if (sent.event is not None and request.event == sent.event) or sent.current in messages:
+            return prefix_from(sent.report, sent.tools)
+        return None

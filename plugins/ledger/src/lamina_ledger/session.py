@@ -300,7 +300,7 @@ class LedgerSession:
         counts = message_counts(messages, tokenizer, message_tokens) if exact else None
         provider = request.provider or None
         if "prefix" not in fields:  # the request's stable prefix, to find cache busts by
-            fields["prefix"] = self.prefixes.take(request)
+            fields["prefix"] = self.prefixes.take(request, messages)
         return self.ledger.append_turn(
             request.session_label,
             messages,
@@ -430,7 +430,8 @@ class LedgerSession:
     def _reported(self, ctx: AssembledContext) -> AssembledContext:
         """``ctx`` with the warnings of the compactions made for it in its report (and its
         stable prefix remembered for the turn ``record_turn`` records next)."""
-        self.prefixes.keep(ctx.session_label, ctx)
+        assembled = self._assembled.get(ctx.session_label)
+        self.prefixes.keep(ctx, None if assembled is None else assembled[0].event)
         noted, self._noted.warnings = getattr(self._noted, "warnings", []), []
         if not noted:
             return ctx
