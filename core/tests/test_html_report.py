@@ -108,7 +108,7 @@ def rich_context():
 @pytest.fixture(scope="module")
 def rich():
     ctx = rich_context()
-    statuses = {b.status for b in ctx.report.blocks}
+    statuses = {b.status for b in ctx.report.blocks} | {"dropped" for _ in ctx.report.dropped}
     assert statuses == {"kept", "truncated", "summarized", "dropped"}, statuses
     assert ctx.report.warnings and HOSTILE in ctx.report.warnings[0]
     return ctx
@@ -145,10 +145,25 @@ def page_figures(root: Node) -> dict:
             for n in nodes
         ]
 
+    def summed(nodes):
+        return [
+            (
+                n.attrs["data-dropped"],
+                int(n.attrs["data-blocks"]),
+                n.attrs["data-first"],
+                n.attrs["data-last"],
+                int(n.attrs["data-original-tokens"]),
+            )
+            for n in nodes
+            if "data-dropped" in n.attrs
+        ]
+
     prefix = _by_id(root, "stable-prefix")
     dropped = segs("bar-dropped", "block") if any(_select(root, id="bar-dropped")) else []
     bar_blocks = blocks(segs("bar-block", "block"))
-    bar_dropped = [(i, la, s, 0, t) for i, la, s, t, _ in blocks(dropped)]
+    listed = [n for n in dropped if "data-block" in n.attrs]
+    bar_dropped = [(i, la, s, 0, t) for i, la, s, t, _ in blocks(listed)]
+    rows = [n for n in _select(_by_id(root, "blocks")) if n.tag == "tr"]
     return {
         "budget": {k: int(main.attrs[f"data-{k}"]) for k in ints},
         "tokenizer": (main.attrs["data-tokenizer"], main.attrs["data-tokenizer-exact"]),
@@ -174,9 +189,9 @@ def page_figures(root: Node) -> dict:
             if n.tag == "tr" and "data-layer" in n.attrs
         ],
         "bar_blocks": sorted(bar_blocks + bar_dropped),
-        "block_rows": blocks(
-            n for n in _select(_by_id(root, "blocks")) if n.tag == "tr" and "data-block" in n.attrs
-        ),
+        "block_rows": blocks(n for n in rows if "data-block" in n.attrs),
+        "bar_summed": summed(dropped),
+        "summed_rows": summed(rows),
         "prefix": (int(prefix.attrs["data-tokens"]), prefix.attrs.get("data-sha256")),
         "warnings": [n.text() for n in _select(root, "warning")],
     }
@@ -186,6 +201,10 @@ def report_figures(data: dict) -> dict:
     """The same figures from an assembled context's JSON (``lamina assemble --format json``)."""
     budget, report = data["token_budget"], data["report"]
     used = budget["used"]
+    summed = [
+        (d["layer"], d["blocks"], d["first_id"], d["last_id"], d["original_tokens"])
+        for d in ([] if report["verbose"] else report["dropped"])
+    ]
     blocks = [
         (b["id"], b["layer"], b["status"], b["tokens"], b["original_tokens"])
         for b in report["blocks"]
@@ -212,6 +231,8 @@ def report_figures(data: dict) -> dict:
         ],
         "bar_blocks": sorted(blocks),
         "block_rows": blocks,
+        "bar_summed": summed,
+        "summed_rows": summed,
         "prefix": (report["stable_prefix"]["tokens"], report["stable_prefix"]["sha256"]),
         "warnings": list(report["warnings"]),
     }
@@ -262,6 +283,32 @@ def test_the_page_needs_nothing_from_the_network(rich):
     assert not re.search(r"(?:https?:)?//|url\(|@import", page.split("<body>")[0])
     csp = next(n for n in root.walk() if n.attrs.get("http-equiv") == "Content-Security-Policy")
     assert csp.attrs["content"].startswith("default-src 'none'")
+
+
+def test_dropped_blocks_show_summed_per_layer_or_each_in_a_verbose_report():
+    blocks = [Block.text(f"m{i}", "memory", words(60, i), priority=i / 10) for i in range(8)]
+    blocks += [b for n in range(12) for b in turn(n, words(40, n), words(40, n + 20))]
+    a = make_assembler(
+        {
+            "model": "gpt-4o",
+            "budget": {"max_tokens": 900},
+            "layers": {"memory": {"max_tokens": 150}},
+        },
+        plugins=[("fixture", StaticProvider(blocks))],
+    )
+    with a:
+        summed = a.assemble(a.request("q"))
+        each = a.assemble(a.request("q"), verbose_report=True)
+    for ctx in (summed, each):
+        figures = page_figures(parse(render_html(ctx)))
+        assert figures == report_figures(json.loads(to_json(ctx)))
+    assert {d.layer for d in summed.report.dropped} == {"memory", "session"}
+    assert len(page_figures(parse(render_html(summed)))["bar_summed"]) == 2
+    shown = page_figures(parse(render_html(each)))
+    assert not shown["bar_summed"]
+    assert sum(1 for b in shown["block_rows"] if b[2] == "dropped") == sum(
+        d.blocks for d in each.report.dropped
+    )
 
 
 def test_a_context_without_warnings_or_stable_prefix_still_renders():
@@ -333,7 +380,8 @@ def cli_pages(tmp_path_factory):
     page = folder / "page.html"
     page.write_text(out["html"], "utf-8")
     data = json.loads(out["json"])
-    assert {b["status"] for b in data["report"]["blocks"]} >= {"kept", "truncated", "dropped"}
+    assert {b["status"] for b in data["report"]["blocks"]} >= {"kept", "truncated"}
+    assert data["report"]["dropped"]
     return page, data
 
 

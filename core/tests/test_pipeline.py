@@ -152,7 +152,7 @@ def test_tool_calls_and_results_are_cut_together():
 def test_layer_cap_keeps_one_layer_from_crowding_out_another():
     blocks = [Block.text(f"m{i}", "memory", words(50, i), priority=i / 10) for i in range(10)]
     a = build(blocks, layers={"memory": {"max_tokens": 200}})
-    ctx = a.assemble(a.request("q"))
+    ctx = a.assemble(a.request("q"), verbose_report=True)
     memory = next(lr for lr in ctx.report.layers if lr.layer == "memory")
     assert memory.tokens <= 200 and memory.cap == 200
     st = statuses(ctx)
@@ -183,9 +183,13 @@ def test_block_max_tokens_and_min_tokens():
         Block.text("tiny", "memory", words(300, 3), max_tokens=50, min_tokens=60, truncation="end"),
     ]
     a = build(blocks)
-    st = {b.id: b for b in a.assemble(a.request("q")).report.blocks}
+    report = a.assemble(a.request("q")).report
+    st = {b.id: b for b in report.blocks}
     assert st["capped"].status == "truncated" and st["capped"].tokens <= 50
-    assert st["tiny"].status == "dropped"
+    assert "tiny" not in st  # dropped: in the per-layer summary, not listed one by one
+    (memory,) = report.dropped
+    assert (memory.first_id, memory.last_id, memory.blocks) == ("tiny", "tiny", 1)
+    assert memory.reasons == ("larger than its max_tokens (50)",)
 
 
 def test_same_inputs_give_identical_bytes():
@@ -197,7 +201,7 @@ def test_same_inputs_give_identical_bytes():
     def once():
         a = build(blocks, budget={"max_tokens": 1000, "reserve_response": 0, "reserve_tools": 0})
         ctx = a.assemble(a.request("q"))
-        assert any(b.status == "dropped" for b in ctx.report.blocks)
+        assert ctx.report.dropped
         data = unstructure(ctx)
         data["report"]["timings_ms"] = {}
         return data
@@ -592,7 +596,7 @@ def test_final_text_is_recounted_and_cut_until_it_fits():
     recount = SuperAdditive().count(ctx.current_message.text) + MESSAGE_FRAMING + REPLY_FRAMING
     assert recount == ctx.token_budget.used.event <= 2000
     # Measured piece by piece the memory blocks would have fitted; the recount forced more cuts.
-    assert sum(1 for b in ctx.report.blocks if b.status == "dropped") >= 6
+    assert sum(d.blocks for d in ctx.report.dropped) >= 6
 
 
 def test_strategy_can_be_overridden_per_call():
@@ -733,7 +737,7 @@ def test_minimum_recent_and_reserve_response_can_be_overridden_per_call():
     with pytest.raises(BudgetError, match="the last 9 turns"):
         a.assemble(a.request("q"), minimum_recent=9)
     kept = a.assemble(a.request("q"))
-    assert any(b.status == "dropped" for b in kept.report.blocks)
+    assert kept.report.dropped
     budget = a.assemble(a.request("q"), reserve_response=1000).token_budget
     assert budget.reserve_response == 1000
     assert budget.available == min(1200, budget.model_limit - 1000)

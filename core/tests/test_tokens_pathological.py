@@ -179,7 +179,7 @@ def test_the_kernel_assembles_a_block_and_a_message_holding_a_million_spaces() -
         {**config, "budget": {"max_tokens": 5_000}},
         plugins=[("turns", StaticProvider(history))],
     )
-    ctx = tight.assemble(tight.request("next question"))
+    ctx = tight.assemble(tight.request("next question"), verbose_report=True)
     reports = {r.id: r for r in ctx.report.blocks}
     assert reports["wide"].status == "truncated"
     assert reports["r1"].status == "dropped"

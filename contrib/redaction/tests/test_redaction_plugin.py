@@ -133,7 +133,7 @@ def test_masks_are_measured_before_fitting():
     )
     ctx = assemble(cfg, plugins=plugins())
     assert ctx.token_budget.used.total <= 300
-    assert any(b.status == "dropped" for b in ctx.report.blocks if b.layer == "session")
+    assert any(d.layer == "session" for d in ctx.report.dropped)
     # What must not be cut (the masked system prompt and event) is a budget error, not a
     # silently over-budget context.
     cfg = config(long_mask, budget={"max_tokens": 60, "reserve_response": 0, "reserve_tools": 0})

@@ -57,6 +57,8 @@ export interface AssemblyInput {
 export interface AssemblyReport {
   blocks: BlockReport[];
   layers: LayerReport[];
+  dropped: DroppedReport[];
+  verbose: boolean;
   warnings: string[];
   tokenizer: TokenizerReport | null;
   stable_prefix: StablePrefix | null;
@@ -111,6 +113,17 @@ export interface CompactionOutcome {
   tokens_before: number | null;
   tokens_after: number | null;
   warnings: string[];
+}
+
+/** The blocks of one layer that fitting dropped, in aggregate: how many, the tokens they held, the first and last (in output order) and why. A verbose report also lists each one in `AssemblyReport.blocks`. */
+export interface DroppedReport {
+  layer: string;
+  placement: string;
+  blocks: number;
+  original_tokens: number;
+  first_id: string;
+  last_id: string;
+  reasons: string[];
 }
 
 /** The current event (the Broker design's NexusEvent): its content and the dynamic context around it. */

@@ -100,6 +100,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
         BudgetUsage as BudgetUsage,
     )
     from lamina.model import (
+        DroppedReport as DroppedReport,
+    )
+    from lamina.model import (
         Event as Event,
     )
     from lamina.model import (
@@ -230,6 +233,7 @@ _EXPORTS: dict[str, str] = {
     "BlockTransform": "lamina.records",
     "BudgetError": "lamina.errors",
     "BudgetUsage": "lamina.model",
+    "DroppedReport": "lamina.model",
     "CompactionOutcome": "lamina.records",
     "CompactionRequest": "lamina.records",
     "ConfigError": "lamina.errors",

@@ -28,12 +28,13 @@ def _read_only(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
 
 @frozen(kw_only=True)
 class Overrides:
-    """Per-call overrides of ``[fit] strategy``, ``[fit] minimum_recent`` and
-    ``[budget] reserve_response`` (``None``: the config's value)."""
+    """Per-call overrides of ``[fit] strategy``, ``[fit] minimum_recent``,
+    ``[budget] reserve_response`` and ``[report] verbose`` (``None``: the config's value)."""
 
     strategy: str | None = None
     minimum_recent: int | None = field(default=None, validator=_non_negative)
     reserve_response: int | None = field(default=None, validator=_non_negative)
+    verbose_report: bool | None = None
 
 
 @frozen(kw_only=True)

@@ -192,6 +192,14 @@ class HistoryConfig:
 
 
 @frozen(kw_only=True)
+class ReportConfig:
+    """What the assembly report lists: ``verbose = true`` lists every block fitting dropped in
+    ``report.blocks`` too; by default they are summed up per layer in ``report.dropped``."""
+
+    verbose: bool = False
+
+
+@frozen(kw_only=True)
 class PluginsConfig:
     """Which plugins load: ``enable`` is an allow-list, ``disable`` a deny-list, ``require``
     makes a load failure fatal; ``timeout`` is the default per-provider limit in seconds."""
@@ -222,6 +230,7 @@ class LaminaConfig:
     tools: tuple[Tool, ...] = ()
     history: HistoryConfig = field(factory=HistoryConfig)
     tool_results: ToolResultsConfig = field(factory=ToolResultsConfig)
+    report: ReportConfig = field(factory=ReportConfig)
     plugins: PluginsConfig = field(factory=PluginsConfig)
     sections: dict[str, dict[str, Any]] = field(factory=dict)
     path: str | None = None

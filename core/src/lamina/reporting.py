@@ -13,9 +13,23 @@ from lamina.wording import counted
 
 def report_document(ctx: AssembledContext) -> dict[str, Any]:
     """The report in the working-set protocol's shape (budget, included, excluded, warnings), plus layers,
-    tokenizer, stable prefix and timings."""
+    tokenizer, stable prefix and timings. Blocks fitting dropped are one ``excluded`` entry per
+    layer (``first … last``, with how many) unless the report is verbose."""
     report, budget = ctx.report, ctx.token_budget
-    included, excluded = [], []
+    included: list[dict[str, Any]] = []
+    excluded: list[dict[str, Any]] = []
+    left_out = 0
+    for d in report.dropped if not report.verbose else ():
+        excluded.append(
+            {
+                "path": d.first_id if d.blocks == 1 else f"{d.first_id} … {d.last_id}",
+                "layer": d.layer,
+                "blocks": d.blocks,
+                "tokens": d.original_tokens,
+                "reason": "; ".join(d.reasons),
+            }
+        )
+        left_out += d.blocks
     for b in report.blocks:
         name = b.path or b.id
         if b.status == "dropped":
@@ -27,6 +41,7 @@ def report_document(ctx: AssembledContext) -> dict[str, Any]:
                     "reason": b.reason or "",
                 }
             )
+            left_out += 1
             continue
         entry: dict[str, Any] = {"path": name, "layer": b.layer, "tokens": b.tokens}
         if b.details.get("items"):
@@ -37,8 +52,8 @@ def report_document(ctx: AssembledContext) -> dict[str, Any]:
             entry["strategy"] = b.strategy
         included.append(entry)
     warnings = list(report.warnings)
-    if excluded:
-        warnings.append(f"{counted(len(excluded), 'block')} excluded")
+    if left_out:
+        warnings.append(f"{counted(left_out, 'block')} excluded")
     cut = sum(1 for b in report.blocks if b.status in ("truncated", "summarized"))
     if cut:
         warnings.append(f"{counted(cut, 'block')} truncated or summarized")

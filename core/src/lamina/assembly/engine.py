@@ -21,17 +21,19 @@ from attrs import fields as attrs_fields
 from lamina.assembly.fit import Fitter, fit
 from lamina.assembly.format import after_history_tokens, format_within
 from lamina.assembly.gather import Gatherer
+from lamina.assembly.layout import LayoutCache
 from lamina.assembly.measure import Measurer, measure
 from lamina.assembly.place import place
 from lamina.assembly.plan import plan
 from lamina.assembly.report import report
 from lamina.assembly.rules import Rules
-from lamina.assembly.state import Progress, ResolvedModel
+from lamina.assembly.state import InFlight, Progress, ResolvedModel
 from lamina.assembly.tool_results import cap_tool_results
 from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, load_config
 from lamina.errors import BudgetError, ConfigError, PluginError
 from lamina.log import get_logger
+from lamina.model.blocks import Block
 from lamina.model.context import AssembledContext
 from lamina.model.request import AssemblyRequest, Event
 from lamina.plugins import PluginHost, Registry
@@ -72,6 +74,8 @@ class Assembler:
         self._models: dict[str, ResolvedModel] = {}
         self._models_lock = threading.Lock()
         self._render_cache: dict[tuple[Any, ...], str] = {}
+        self._layouts = LayoutCache()
+        self._gaps: dict[int, Block] = {}
         self._gatherer = Gatherer(self.config, self.registry, self.host.settings)
 
     @classmethod
@@ -105,12 +109,14 @@ class Assembler:
         strategy: str | None = None,
         minimum_recent: int | None = None,
         reserve_response: int | None = None,
+        verbose_report: bool | None = None,
     ) -> AssembledContext:
         """Assemble one turn's context (through any ``lamina_wrap_assembly`` wrappers).
 
         The keywords override config for this call only: ``strategy`` (e.g. ``stopAtLimit``
         to learn whether the history fits before compacting), ``minimum_recent`` (history
-        groups never cut) and ``reserve_response`` (tokens kept for the reply).
+        groups never cut), ``reserve_response`` (tokens kept for the reply) and
+        ``verbose_report`` (list each dropped block in ``report.blocks``, ``[report] verbose``).
         """
         for name, value in (
             ("minimum_recent", minimum_recent),
@@ -127,7 +133,10 @@ class Assembler:
             config=self.config,
             kernel=self.kernel,
             overrides=Overrides(
-                strategy=strategy, minimum_recent=minimum_recent, reserve_response=reserve_response
+                strategy=strategy,
+                minimum_recent=minimum_recent,
+                reserve_response=reserve_response,
+                verbose_report=verbose_report,
             ),
             engine=self,
         )
@@ -143,6 +152,7 @@ class Assembler:
         strategy: str | None = None,
         minimum_recent: int | None = None,
         reserve_response: int | None = None,
+        verbose_report: bool | None = None,
     ) -> AssembledContext:
         """``assemble`` for asyncio hosts: it runs on a worker thread, so the event loop never
         waits on tokenizing or on providers' I/O. An assembler is safe to share between
@@ -155,6 +165,7 @@ class Assembler:
             strategy=strategy,
             minimum_recent=minimum_recent,
             reserve_response=reserve_response,
+            verbose_report=verbose_report,
         )
 
     def model(self, name: str) -> ResolvedModel:
@@ -241,26 +252,66 @@ class Assembler:
         started = time.perf_counter()
         model = self.model(request.model)
         state = plan(request, overrides, model, self.config, self.registry, self.clock())
+        state.verbose = (
+            self.config.report.verbose
+            if overrides.verbose_report is None
+            else overrides.verbose_report
+        )
         state.timings["plan"] = round(1000 * (time.perf_counter() - started), 3)
         measurer = Measurer(
-            self.rules, model.counter, self._render_cache, model.info.message_overhead
+            self.rules,
+            model.counter,
+            self._render_cache,
+            model.info.message_overhead,
+            self._gaps,
         )
         fitter = self._fitter(overrides, measurer, state.budget.available, state.warnings)
-        with state.phase("gather", progress):
-            self._gatherer.gather(state, self.rules)
-        with state.phase("place", progress):
-            place(state, self.rules)
-        with state.phase("measure", progress):
-            measure(state, measurer)
-        with state.phase("fit", progress):
-            cap_tool_results(state, measurer, self.config.tool_results)
-            fit(state, fitter)
-        with state.phase("format", progress):
-            format_within(state, measurer, fitter)
-        with state.phase("report", progress):
-            context = report(state, self.rules, after_history_tokens(state, measurer))
+        key = (request.session_label, request.model)
+        layout = self._layouts.take(key, model.revision[0])
+        previous, layout.cut = layout.cut, None
+        try:
+            with state.phase("gather", progress):
+                self._gatherer.gather(state, self.rules, layout)
+            with state.phase("place", progress):
+                place(state, self.rules, layout)
+            with state.phase("measure", progress):
+                measure(state, measurer)
+            with state.phase("fit", progress):
+                fitter.begin(state, previous)
+                previous = None
+                self._cap_tool_results(state, measurer, fitter)
+                fit(state, fitter)
+            with state.phase("format", progress):
+                format_within(state, measurer, fitter)
+            with state.phase("report", progress):
+                state.cuts = fitter.cuts
+                context = report(state, self.rules, after_history_tokens(state, measurer))
+        finally:
+            # Items go back as gathered and measured, but for this call's cut of pristine
+            # history: its items stay dropped for the next call to take or put back.
+            fitter.resolve()
+            for item in fitter.touched:
+                item.reset()
+            layout.cut = fitter.cut if previous is None else previous
+            self._layouts.give(key, layout)
         timed = evolve(context.report, timings_ms=dict(state.timings))
         return evolve(context, report=timed)
+
+    def _cap_tool_results(self, state: InFlight, measurer: Measurer, fitter: Fitter) -> None:
+        """Cap tool results over their limit: only the history items holding tool calls or
+        results are looked at, and only when one of them holds more than the smallest cap
+        (a result cannot count more than its message). What was capped is put back when
+        the call ends."""
+        cfg = self.config.tool_results
+        default = cfg.max_tokens or max(1, int(cfg.share * state.budget.available))
+        floor = min([default, *cfg.per_tool.values()])
+        if not any(i.original_tokens > floor for i in state.tool_items):
+            return
+        fitter.resolve()  # the previous call's cut may hold some of them
+        cap_tool_results(evolve(state, items=state.tool_items), measurer, cfg)
+        for item in state.tool_items:
+            if not item.pristine:
+                fitter.touch(item)
 
     def _innermost(self, call: AssemblyCall) -> AssembledContext:
         """The pipeline as the innermost ``lamina_wrap_assembly``."""

@@ -5,6 +5,10 @@ are never cut. Within a layer the lowest-priority, latest block goes first: summ
 is ``summarizable`` and a summarizer is configured, else truncated by its own strategy, else
 dropped. History is cut a whole group (turn) at a time by the configured fit strategy, so a
 tool call never loses its result.
+
+While no history item has changed this call, history groups and their sizes come from the
+layout (see ``layout``), and a cut equal to the stream's previous one leaves that cut's items
+as they are; everything the fitter changes is recorded (``touched``) to be put back after.
 """
 
 from __future__ import annotations
@@ -13,34 +17,25 @@ from collections.abc import Sequence
 
 from attrs import define, field
 
-from lamina.assembly.measure import Measurer
-from lamina.assembly.state import InFlight, Item
+from lamina.assembly.history import Cutter
+from lamina.assembly.state import Cut, InFlight, Item, total
 from lamina.errors import BudgetError
-from lamina.records import FitStrategy, Summarizer, Tokenizer, Truncator
+from lamina.records import Summarizer, Truncator
 from lamina.wording import counted
 
 
 @define(kw_only=True)
-class Fitter:
+class Fitter(Cutter):
     """Holds what fitting needs: the tokenizer, a measurer, the named truncators, the history
-    strategy and the layer caps."""
+    strategy and the layer caps (``Cutter`` has the history part)."""
 
-    tokenizer: Tokenizer
-    measurer: Measurer
     truncators: dict[str, Truncator]
-    strategy: FitStrategy
-    minimum_recent: int
     summarizer: Summarizer | None = None
     caps: dict[str, int] = field(factory=dict)
-    markers: list[Item] = field(factory=list)
     #: Where a summarizer's failure is reported (the assembly's warnings).
     warnings: list[str] = field(factory=list)
 
-    # -- totals --------------------------------------------------------------------------
-
-    @staticmethod
-    def total(items: Sequence[Item]) -> int:
-        return sum(i.cost for i in items)
+    total = staticmethod(total)
 
     # -- one block -----------------------------------------------------------------------
 
@@ -53,9 +48,9 @@ class Fitter:
         truncate = item.block.truncation != "never" and need < before
         if truncate and self._truncate(item, before - need):
             return before - item.tokens
-        item.status = "dropped"
-        item.reason = item.reason or "over budget; lowest priority in its layer"
-        item.tokens = 0
+        item.drop(item.reason or "over budget; lowest priority in its layer")
+        self.touch(item)
+        self.cuts.append(Cut(layer=item.spec.name, items=[item], original=item.original_tokens))
         return before
 
     def truncate_to(self, item: Item, limit: int) -> bool:
@@ -81,6 +76,7 @@ class Fitter:
             if measured <= limit:
                 if measured < item.block.min_tokens:
                     break
+                self.touch(item)
                 item.tokens = measured
                 item.status = "truncated"
                 item.strategy = truncator.name
@@ -107,6 +103,7 @@ class Fitter:
         item.block = original.with_text(text)
         measured = self.measurer.measure(item)
         if 0 < measured <= limit:
+            self.touch(item)
             item.tokens = measured
             item.status = "summarized"
             item.strategy = self.summarizer.name
@@ -122,113 +119,53 @@ class Fitter:
             (i for i in items if i.live and not i.required),
             key=lambda i: (i.block.priority, -i.index),
         )
-        current = self.total(items)
+        current = total(items)
         for item in cuttable:
             if current <= target:
                 break
             current -= self.shrink_block(item, current - target)
 
-    def shrink_history(self, items: Sequence[Item], target: int) -> None:
-        """Keep the history groups the strategy picks within ``target``; mark the gaps."""
-        groups = history_groups([i for i in items if i.live])
-        if not groups:
-            return
-        sizes = [sum(i.cost for i in g) for g in groups]
-        if sum(sizes) <= target:
-            return
-        protected = min(self.minimum_recent, len(groups))
-        marker_tokens = (
-            self.measurer.marker(sum(len(g) for g in groups)).cost
-            if self.strategy.marks_gaps
-            else 0
-        )
-        marking = self.strategy.marks_gaps
-        try:
-            try:
-                cut = self.strategy.select(sizes, target, protected, marker_tokens)
-            except BudgetError:
-                if not marker_tokens:
-                    raise
-                # No room even for the gap marker: cut without one (the report still says so).
-                cut = self.strategy.select(sizes, target, protected, 0)
-                marking = False
-        except BudgetError as exc:
-            raise BudgetError(
-                f"{exc}; would have to go: {self._would_go(groups, sizes, target, protected)}",
-                overage=exc.overage,
-                available=exc.available,
-            ) from exc
-        keep = set(cut.keep)
-        gap: list[Item] = []
-        for n, group in enumerate(groups):
-            if n in keep:
-                if gap and marking:
-                    self._mark_gap(gap, before=group[0])
-                    gap = []
-                continue
-            for item in group:
-                item.status = "dropped"
-                item.strategy = self.strategy.name
-                item.reason = f"history cut by {self.strategy.name}"
-                item.tokens = 0
-                gap.append(item)
-        if gap and marking:
-            self._mark_gap(gap, before=None)
-
-    @staticmethod
-    def _would_go(groups: list[list[Item]], sizes: list[int], target: int, protected: int) -> str:
-        """The blocks a rolling window would drop, to name them in a refusal."""
-        from lamina.fitting_strategies import rolling_window
-
-        try:
-            keep = set(rolling_window(sizes, target, protected, 0).keep)
-        except BudgetError:
-            keep = set()
-        gone = [i.block.id for n, g in enumerate(groups) if n not in keep for i in g]
-        return ", ".join(gone[:20]) + (f" and {len(gone) - 20} more" if len(gone) > 20 else "")
-
-    def _mark_gap(self, dropped: list[Item], before: Item | None) -> None:
-        marker = self.measurer.marker(len(dropped))
-        # Sort the marker just before the first kept block after the gap (or at the end).
-        marker.index = before.index if before is not None else dropped[-1].index
-        self.markers.append(marker)
-
     def shrink_layer(self, items: Sequence[Item], target: int) -> None:
-        history = [i for i in items if i.placement == "history"]
-        others = [i for i in items if i.placement != "history"]
-        if others:
-            self.shrink_blocks(others, max(0, target - self.total(history)))
-        if history and self.total(items) > target:
-            self.shrink_history(history, max(0, target - self.total(others)))
+        """Cut one layer's items (all of one placement) to ``target`` tokens."""
+        if not items:
+            return
+        if items[0].placement != "history":
+            self.shrink_blocks(items, target)
+        elif self.layer_total(items) > target:
+            self.shrink_history(items, target)
 
     # -- the whole request ---------------------------------------------------------------
 
-    def fit(self, items: Sequence[Item], available: int, fixed: int, extra: int = 0) -> None:
-        """Cut ``items`` until they and the ``fixed`` overhead fit within ``available``, less
-        ``extra``: what the exact recount of the formatted text found beyond the estimate
-        (it is cut from what may be cut, and is no reason to refuse required content)."""
-        by_layer: dict[str, list[Item]] = {}
-        for item in items:
-            by_layer.setdefault(item.spec.name, []).append(item)
+    def fit(self, available: int, fixed: int, extra: int = 0) -> None:
+        """Cut the placed items (``begin``) until they and the ``fixed`` overhead fit within
+        ``available``, less ``extra``: what the exact recount of the formatted text found
+        beyond the estimate (it is cut from what may be cut, and is no reason to refuse
+        required content)."""
+        by_layer = self.by_layer or {}
         for layer, cap in sorted(self.caps.items()):
-            if layer in by_layer and self.total(by_layer[layer]) > cap:
+            if layer in by_layer and self.layer_total(by_layer[layer]) > cap:
                 self.shrink_layer(by_layer[layer], cap)
-        self._check_required(items, available, fixed)
+        self._check_required(available, fixed)
+        totals = {name: self.layer_total(members) for name, members in by_layer.items()}
+        current = sum(totals.values())
         order = sorted(by_layer, key=lambda name: (by_layer[name][0].spec.cut_rank, name))
         for layer in order:
-            over = self.total(items) + self.marker_total() + fixed + extra - available
+            over = current + self.marker_total() + fixed + extra - available
             if over <= 0:
                 return
             members = by_layer[layer]
             try:
-                self.shrink_layer(members, max(0, self.total(members) - over))
+                self.shrink_layer(members, max(0, totals[layer] - over))
             except BudgetError as exc:
                 raise BudgetError(
                     f"{exc} (the whole context has {available} tokens available)",
                     overage=max(over, exc.overage),
                     available=available,
                 ) from exc
-        over = self.total(items) + self.marker_total() + fixed + extra - available
+            now = self.layer_total(members)
+            current += now - totals[layer]
+            totals[layer] = now
+        over = current + self.marker_total() + fixed + extra - available
         if over > 0:
             raise BudgetError(
                 f"the context needs {over} more tokens than the {available} available even "
@@ -237,16 +174,26 @@ class Fitter:
                 available=available,
             )
 
-    def marker_total(self) -> int:
-        return sum(m.cost for m in self.markers)
+    def estimate(self, fixed: int) -> int:
+        """What the placed items, the gap markers and ``fixed`` cost now."""
+        layers = (self.by_layer or {}).values()
+        return sum(self.layer_total(m) for m in layers) + self.marker_total() + fixed
 
-    def _check_required(self, items: Sequence[Item], available: int, fixed: int) -> None:
-        groups = history_groups([i for i in items if i.live and i.placement == "history"])
-        protected = groups[len(groups) - min(self.minimum_recent, len(groups)) :] if groups else []
-        must = [i for i in items if i.live and i.required and i.placement != "history"]
-        must += [i for g in protected for i in g]
-        needed = sum(i.cost for i in must) + fixed
+    def _check_required(self, available: int, fixed: int) -> None:
+        by_placement = self.by_placement or {}
+        groups, sizes = self.groups(by_placement.get("history", []))
+        keep = min(self.minimum_recent, len(groups))
+        must = [
+            i
+            for placement, members in by_placement.items()
+            if placement != "history"
+            for i in members
+            if i.live and i.required
+        ]
+        needed = total(must) + sum(sizes[len(sizes) - keep :]) + fixed
         if needed > available:
+            self.resolve()  # the figures below are this call's
+            must = sorted([*must, *(i for g in groups[len(groups) - keep :] for i in g)], key=_at)
             biggest = sorted(must, key=lambda i: -i.tokens)[:3]
             names = ", ".join(f"{i.block.id} ({i.tokens})" for i in biggest)
             raise BudgetError(
@@ -258,16 +205,8 @@ class Fitter:
             )
 
 
-def history_groups(items: Sequence[Item]) -> list[list[Item]]:
-    """Consecutive items sharing a ``group`` form one group; ungrouped items stand alone."""
-    groups: list[list[Item]] = []
-    for item in items:
-        key = item.block.group
-        if groups and key is not None and groups[-1][0].block.group == key:
-            groups[-1].append(item)
-        else:
-            groups.append([item])
-    return groups
+def _at(item: Item) -> int:
+    return item.index
 
 
 def apply_block_caps(items: Sequence[Item], fitter: Fitter, warnings: list[str]) -> None:
@@ -292,10 +231,11 @@ def apply_block_caps(items: Sequence[Item], fitter: Fitter, warnings: list[str])
 def fit(state: InFlight, fitter: Fitter) -> None:
     """The fit phase: blocks over their own caps, then layers over theirs, then the whole
     request within the available budget."""
-    apply_block_caps(state.items, fitter, state.warnings)
-    fitter.fit(state.items, state.budget.available, state.fixed)
+    apply_block_caps(state.capped, fitter, state.warnings)
+    fitter.fit(state.budget.available, state.fixed)
+    fitter.resolve()  # what the previous call cut and this one did not is back
     for layer, cap in fitter.caps.items():
-        over = fitter.total([i for i in state.items if i.spec.name == layer]) - cap
+        over = total(state.by_layer.get(layer, [])) - cap
         if over > 0:
             state.warnings.append(
                 f"layer {layer!r} is {over} tokens over its cap ({cap}): what is left is required"

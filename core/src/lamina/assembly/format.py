@@ -4,11 +4,13 @@ final text exactly; if BPE merges across joins put it over, cut a little more an
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections.abc import Sequence
+from typing import Any
 
 from lamina.assembly.fit import Fitter
 from lamina.assembly.measure import Measurer
-from lamina.assembly.state import Formatted, InFlight, Item, order_key
+from lamina.assembly.state import Formatted, InFlight, Item, order_key, total
 from lamina.errors import BudgetError
 from lamina.model.budget import BudgetUsage
 from lamina.model.event_context import merge_context_json
@@ -25,20 +27,23 @@ def format_within(state: InFlight, measurer: Measurer, fitter: Fitter) -> None:
     the text over, shrink the estimate's target by the observed ratio and fit again. Fitting
     only cuts, and each round demands at least one token more, so this ends.
     """
-    available, items = state.budget.available, state.items
+    available = state.budget.available
     extra = 0
     for _ in range(VERIFY_ROUNDS):
-        live = [i for i in items if i.live] + fitter.markers
-        out = render(live, measurer)
-        used = usage(state, measurer, out, live)
+        by_place = live_by_placement(state, fitter)
+        memo = fitter.memo()
+        if memo is not None and memo.get("live") is not by_place.get("history"):
+            memo = None
+        out = render(by_place, measurer, memo)
+        used = usage(state, measurer, out, by_place.get("history", []), memo)
         over = used.total - available
         if over <= 0:
-            state.formatted, state.used = out, used
+            state.formatted, state.used, state.live = out, used, by_place
+            state.history_clean, state.history_memo = fitter.clean, memo
             return
-        estimate = fitter.total(items) + fitter.marker_total() + state.fixed
-        target = available * estimate // used.total
+        target = available * fitter.estimate(state.fixed) // used.total
         extra = max(extra + 1, available - target)
-        fitter.fit(items, available, state.fixed, extra)
+        fitter.fit(available, state.fixed, extra)
     raise BudgetError(
         f"the formatted context is still {over} tokens over the {available} available after "
         f"{VERIFY_ROUNDS} rounds of cutting",
@@ -47,30 +52,70 @@ def format_within(state: InFlight, measurer: Measurer, fitter: Fitter) -> None:
     )
 
 
-def render(live: list[Item], measurer: Measurer) -> Formatted:
+def live_by_placement(state: InFlight, fitter: Fitter) -> dict[str, list[Item]]:
+    """The kept items of each placement in output order, gap markers in their places."""
+    history = fitter.live_history()
+    out = {
+        p: history if p == "history" and history is not None else [i for i in m if i.live]
+        for p, m in state.by_placement.items()
+    }
+    for marker in fitter.markers if history is None else ():
+        live = out.setdefault(marker.placement, [])
+        live.insert(bisect_left(live, order_key(marker), key=order_key), marker)
+    return out
+
+
+def _message(item: Item) -> tuple[Message, bytes]:
+    """A kept history item's message and its share of the stable prefix's hash (kept
+    between calls while the item is pristine)."""
+    block = item.block
+    message = Message(
+        role=block.role or "user",
+        content=block.content,
+        context_json=block.provenance.metadata.get("context_json"),
+    )
+    seal = f"\x00{block.role}\x00{block.hash}".encode()
+    if block is item.base:
+        item.memo_message, item.memo_seal = message, seal
+    return message, seal
+
+
+def _history(items: list[Item], memo: dict[str, Any] | None) -> tuple[tuple[Message, ...], bytes]:
+    """The kept history's messages and its part of the stable prefix's hash input (from
+    ``memo`` when it has them for the same items)."""
+    if memo is not None and "messages" in memo:
+        return memo["messages"], memo["seal"]
+    messages: list[Message] = []
+    seals: list[bytes] = []
+    for item in items:
+        if item.memo_message is not None and item.block is item.base:
+            messages.append(item.memo_message)
+            seals.append(item.memo_seal)
+        else:
+            message, seal = _message(item)
+            messages.append(message)
+            seals.append(seal)
+    found = tuple(messages), b"".join(seals)
+    if memo is not None:
+        memo["messages"], memo["seal"] = found
+    return found
+
+
+def render(
+    by_place: dict[str, list[Item]], measurer: Measurer, memo: dict[str, Any] | None = None
+) -> Formatted:
     """The kept items as system prompt, history messages and current message."""
-    by_place: dict[str, list[Item]] = {}
-    for item in sorted(live, key=order_key):
-        by_place.setdefault(item.placement, []).append(item)
     system = _join(by_place.get("system", []), measurer)
-    history: list[Message] = []
     wrappers: list[str] = []
     before = _join(by_place.get("before_history", []), measurer)
-    if before:
-        history.append(Message.of("user", before))
-        wrappers.append(before)
-    for item in by_place.get("history", []):
-        block = item.block
-        history.append(
-            Message(
-                role=block.role or "user",
-                content=block.content,
-                context_json=block.provenance.metadata.get("context_json"),
-            )
-        )
+    messages, seal = _history(by_place.get("history", []), memo)
     after = _join(by_place.get("after_history", []), measurer)
+    history = messages
+    if before:
+        history = (Message.of("user", before), *history)
+        wrappers.append(before)
     if after:
-        history.append(Message.of("user", after))
+        history = (*history, Message.of("user", after))
         wrappers.append(after)
     event_items = by_place.get("event", [])
     extra: list[Part] = [
@@ -93,11 +138,10 @@ def render(live: list[Item], measurer: Measurer) -> Formatted:
     prefix = hashlib.sha256(system.encode("utf-8", "surrogatepass"))
     if before:
         prefix.update(b"\x00" + before.encode("utf-8", "surrogatepass"))
-    for item in by_place.get("history", []):
-        prefix.update(f"\x00{item.block.role}\x00{item.block.hash}".encode())
+    prefix.update(seal)
     return Formatted(
         system_prompt=system,
-        history=tuple(history),
+        history=history,
         current=current,
         wrappers=tuple(wrappers),
         after_history=after,
@@ -112,7 +156,13 @@ def _join(items: list[Item], measurer: Measurer) -> str:
     return measurer.formatter(items[0]).separator.join(parts)
 
 
-def usage(state: InFlight, measurer: Measurer, out: Formatted, live: Sequence[Item]) -> BudgetUsage:
+def usage(
+    state: InFlight,
+    measurer: Measurer,
+    out: Formatted,
+    history: Sequence[Item],
+    memo: dict[str, Any] | None = None,
+) -> BudgetUsage:
     """Exact usage of the final text. History messages are the blocks' own parts, so their
     memoized counts are reused; the before/after-history wrappers are counted afresh. Tool
     definitions count with the system prompt: both are the static head of a request."""
@@ -120,7 +170,12 @@ def usage(state: InFlight, measurer: Measurer, out: Formatted, live: Sequence[It
     overhead = info.message_overhead
     system = counter.count(out.system_prompt) + overhead if out.system_prompt else 0
     system += state.tool_tokens
-    hist = sum(i.cost for i in live if i.placement == "history")
+    if memo is None:
+        hist = total(history)
+    elif "cost" in memo:
+        hist = memo["cost"]
+    else:
+        hist = memo["cost"] = total(history)
     hist += sum(counter.count(w) + overhead for w in out.wrappers)
     event = measurer.parts(out.current.content) + overhead + info.reply_overhead
     return BudgetUsage(system_prompt=system, history=hist, event=event, total=system + hist + event)

@@ -12,9 +12,10 @@ from typing import Any
 
 from attrs import evolve
 
+from lamina.assembly.layout import Checked, Layout
 from lamina.assembly.pool import ProviderPool
 from lamina.assembly.rules import Rules
-from lamina.assembly.state import InFlight
+from lamina.assembly.state import Gathered, InFlight
 from lamina.builtins.history_plugin import NAME as REQUEST_HISTORY
 from lamina.config import LaminaConfig
 from lamina.errors import LaminaError, PluginError, ProviderError
@@ -39,15 +40,16 @@ class Gatherer:
     def close(self) -> None:
         self._pool.close()
 
-    def gather(self, state: InFlight, rules: Rules) -> None:
-        """The gather phase: ``state.gathered`` holds each block with its plugin, in provider
-        order; warnings and exclusions go to the state in the same order."""
+    def gather(self, state: InFlight, rules: Rules, layout: Layout) -> None:
+        """The gather phase: ``state.gathered`` holds each provider's blocks, in provider
+        order; warnings and exclusions go to the state in the same order. A provider's blocks
+        checked last time (``layout.checked``) are not checked again."""
         providers = self.registry.providers
         views = rules.views(state.budget.available)
-        futures: list[tuple[Attributed, Future[Any]]] = []
+        futures: list[tuple[int, Attributed, Future[Any]]] = []
         contexts: list[ProviderContext] = []
         started = time.monotonic()
-        for item in providers:
+        for position, item in enumerate(providers):
             ctx = ProviderContext(
                 request=state.request,
                 config=self.config,
@@ -60,13 +62,25 @@ class Gatherer:
             )
             contexts.append(ctx)
             key = f"{item.plugin}:{item.record.name}"
+            if item.record.inline:
+                future: Future[Any] = Future()
+                futures.append((position, item, future))
+                continue
             if self._pool.stuck(key) >= self._pool.max_stuck:
                 what = f"is still running {self._pool.stuck(key)} calls past their time limit"
                 _failed(item, what, None, state.warnings)
                 continue
-            futures.append((item, self._pool.submit(partial(_run_provider, item.record, ctx))))
-        seen: dict[str, str] = {}
-        for item, future in futures:
+            future = self._pool.submit(partial(_run_provider, item.record, ctx))
+            futures.append((position, item, future))
+        for position, item, future in futures:  # inline ones, while the pool runs the rest
+            if item.record.inline and future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(_run_provider(item.record, contexts[position]))
+                except Exception as exc:  # handled below, as a pooled provider's would be
+                    future.set_exception(exc)
+        seen: list[tuple[str, set[str]]] = []
+        checked: dict[int, Checked] = {}
+        for position, item, future in futures:
             provider: LayerProvider = item.record
             limit = provider.timeout or self.config.plugins.timeout
             try:
@@ -81,25 +95,25 @@ class Gatherer:
                     raise
                 _failed(item, f"raised {type(exc).__name__}: {exc}", exc, state.warnings)
                 continue
-            problem = self._check(provider, blocks, seen)
-            if problem is not None:
-                _failed(item, problem, None, state.warnings)
+            memo = self._check(provider, blocks, seen, layout.checked.get(position))
+            if isinstance(memo, str):
+                _failed(item, memo, None, state.warnings)
                 continue
-            for block in blocks:
-                seen[block.id] = item.plugin
-                state.gathered.append((block, item.plugin))
+            checked[position] = memo
+            seen.append((item.plugin, memo.ids))
+            state.gathered.append(Gathered(key=position, plugin=item.plugin, blocks=blocks))
+        layout.checked = checked
         for ctx in contexts:  # in provider order, whatever order they finished in
             state.warnings.extend(ctx.warnings)
             state.exclusions.extend((x, ctx.plugin) for x in ctx.exclusions)
-        choose_history(state, self.config.history.prefer)
+        choose_history(state, self.config.history.prefer, checked)
         if self.registry.block_transforms and contexts:
-            state.gathered = self._transform(state.gathered, contexts[0], state.warnings)
+            self._transform(state.gathered, contexts[0], state.warnings)
 
     def _transform(
-        self, gathered: list[tuple[Block, str]], base: ProviderContext, warnings: list[str]
-    ) -> list[tuple[Block, str]]:
+        self, gathered: list[Gathered], base: ProviderContext, warnings: list[str]
+    ) -> None:
         """Run every block transform over every block (a changed block gets a fresh hash)."""
-        out = gathered
         for item in self.registry.block_transforms:
             record: BlockTransform = item.record
             ctx = evolve(
@@ -109,41 +123,63 @@ class Gatherer:
                 warnings=[],
                 exclusions=[],
             )
-            done = []
-            for block, plugin in out:
-                try:
-                    changed = record.transform(block, ctx)
-                except Exception as exc:
-                    raise PluginError(
-                        f"block transform {record.name!r} raised {type(exc).__name__} on block "
-                        f"{block.id!r}: {exc}",
-                        plugin=item.plugin,
-                    ) from exc
-                if not isinstance(changed, Block) or changed.id != block.id:
-                    raise PluginError(
-                        f"block transform {record.name!r} must return the block it was given "
-                        f"(same id), got {changed!r:.80}",
-                        plugin=item.plugin,
-                    )
-                if changed is not block and changed.content != block.content:
-                    changed = evolve(changed, hash=content_hash(changed.content), token_count=None)
-                done.append((changed, plugin))
-            out = done
+            for run in gathered:
+                done = []
+                for block in run.blocks:
+                    try:
+                        changed = record.transform(block, ctx)
+                    except Exception as exc:
+                        raise PluginError(
+                            f"block transform {record.name!r} raised {type(exc).__name__} on "
+                            f"block {block.id!r}: {exc}",
+                            plugin=item.plugin,
+                        ) from exc
+                    if not isinstance(changed, Block) or changed.id != block.id:
+                        raise PluginError(
+                            f"block transform {record.name!r} must return the block it was "
+                            f"given (same id), got {changed!r:.80}",
+                            plugin=item.plugin,
+                        )
+                    if changed is not block and changed.content != block.content:
+                        changed = evolve(
+                            changed, hash=content_hash(changed.content), token_count=None
+                        )
+                    done.append(changed)
+                run.blocks = done
             warnings.extend(ctx.warnings)
-        return out
 
     def _check(
-        self, provider: LayerProvider, blocks: list[Block], seen: dict[str, str]
-    ) -> str | None:
-        """What is wrong with a provider's blocks, if anything (the first problem found)."""
+        self,
+        provider: LayerProvider,
+        blocks: list[Block],
+        seen: list[tuple[str, set[str]]],
+        memo: Checked | None,
+    ) -> Checked | str:
+        """What gather knows of a provider's valid blocks, or what is wrong with them (the
+        first problem, in block order). The blocks ``memo`` checked last time are not looked
+        at one by one again: only their ids against other providers' (set operations)."""
+        known = 0
         ids: set[str] = set()
-        for block in blocks:
+        session = False
+        if memo is not None:
+            n = len(memo.blocks)
+            same = blocks == memo.blocks if len(blocks) == n else blocks[:n] == memo.blocks
+            if len(blocks) >= n and same:
+                for plugin, other in seen:
+                    if not memo.ids.isdisjoint(other):
+                        first = next(b.id for b in blocks if b.id in other)
+                        return f"yielded block id {first!r} twice (first from {plugin!r})"
+                if len(blocks) == n:
+                    return memo
+                known, ids, session = n, set(memo.ids), memo.session
+        for block in blocks[known:]:
             if not isinstance(block, Block):
                 return f"yielded {type(block).__name__}, expected Block"
-            if block.layer not in self.registry.layers:
-                known = ", ".join(sorted(self.registry.layers))
+            layers = self.registry.layers
+            if block.layer not in layers:
                 return (
-                    f"yielded block {block.id!r} for unknown layer {block.layer!r}; known: {known}"
+                    f"yielded block {block.id!r} for unknown layer {block.layer!r}; "
+                    f"known: {', '.join(sorted(layers))}"
                 )
             if provider.layers and block.layer not in provider.layers:
                 return (
@@ -152,27 +188,30 @@ class Gatherer:
                 )
             if block.truncation not in self.registry.truncators:
                 return f"yielded block {block.id!r} with unknown truncation {block.truncation!r}"
-            if block.id in seen or block.id in ids:
-                first = seen.get(block.id, "this provider")
-                return f"yielded block id {block.id!r} twice (first from {first!r})"
+            origin = next((p for p, other in seen if block.id in other), "this provider")
+            if origin != "this provider" or block.id in ids:
+                return f"yielded block id {block.id!r} twice (first from {origin!r})"
             ids.add(block.id)
-        return None
+            session = session or block.layer == SESSION
+        return Checked(blocks=list(blocks), ids=ids, session=session)
 
 
-def choose_history(state: InFlight, prefer: str) -> None:
+def choose_history(state: InFlight, prefer: str, checked: dict[int, Checked]) -> None:
     """One source of history: the request's own (``history`` plugin) or the plugins' (the
     ledger), by ``[history] prefer`` when both supplied some; recorded for the report."""
-    sources = {plugin for block, plugin in state.gathered if block.layer == SESSION}
+    sources = {run.plugin for run in state.gathered if checked[run.key].session}
     others = sorted(sources - {REQUEST_HISTORY})
     if REQUEST_HISTORY in sources and others:
         drop = set(others) if prefer == "request" else {REQUEST_HISTORY}
-        left = [b for b, p in state.gathered if b.layer == SESSION and p in drop]
-        state.gathered = [
-            (b, p) for b, p in state.gathered if not (b.layer == SESSION and p in drop)
-        ]
+        left = 0
+        for run in state.gathered:
+            if run.plugin in drop:
+                kept = [b for b in run.blocks if b.layer != SESSION]
+                left += len(run.blocks) - len(kept)
+                run.blocks = kept
         used = "the request's" if prefer == "request" else f"{', '.join(others)}'s"
         state.warnings.append(
-            f"history: {counted(len(left), 'block')} from {', '.join(sorted(drop))} left out; "
+            f"history: {counted(left, 'block')} from {', '.join(sorted(drop))} left out; "
             f"{used} history is used ([history] prefer = {prefer!r})"
         )
         sources -= drop

@@ -53,11 +53,13 @@ class Measurer:
         counter: TokenCounter,
         render_cache: dict[tuple[Any, ...], str],
         message_overhead: int = 0,
+        gaps: dict[int, Block] | None = None,
     ) -> None:
         self.rules = rules
         self.counter = counter
         self.message_overhead = message_overhead
         self._render_cache = render_cache
+        self._gaps = {} if gaps is None else gaps
 
     def formatter(self, item: Item) -> Formatter:
         return self.rules.formatter(item.spec, item.placement)
@@ -119,15 +121,20 @@ class Measurer:
         return text_tokens + images + self.counter.count(self.formatter(item).separator)
 
     def marker(self, count: int) -> Item:
-        """The required history item that marks ``count`` cut blocks, measured."""
-        block = Block.text(
-            f"history:gap:{count}",
-            "session",
-            self.rules.marker_text(count),
-            role="user",
-            trusted=True,
-            provenance=Provenance(plugin="core"),
-        )
+        """The required history item that marks ``count`` cut blocks, measured (its block
+        made once per count and assembler)."""
+        block = self._gaps.get(count)
+        if block is None:
+            if len(self._gaps) >= 4096:
+                self._gaps.clear()
+            block = self._gaps[count] = Block.text(
+                f"history:gap:{count}",
+                "session",
+                self.rules.marker_text(count),
+                role="user",
+                trusted=True,
+                provenance=Provenance(plugin="core"),
+            )
         item = Item(
             block=block,
             spec=self.rules.registry.layer("session"),
@@ -139,17 +146,18 @@ class Measurer:
             reason="marks removed history",
         )
         item.tokens = item.original_tokens = self.parts(block.content)
-        item.framing = self.message_overhead
+        item.framing = item.charge = self.message_overhead
         return item
 
 
 def measure(state: InFlight, measurer: Measurer) -> None:
-    """The measure phase: every item's tokens (a history message's framing with it, so only
-    kept messages are charged for it), and the fixed overhead of the rest of the request."""
+    """The measure phase: every new item's tokens (a history message's framing with it, so
+    only kept messages are charged for it; reused items keep theirs), and the fixed overhead
+    of the rest of the request."""
     info = state.model.info
-    for item in state.items:
+    for item in state.fresh:
         item.tokens = item.original_tokens = measurer.measure(item)
         if item.placement == "history":
-            item.framing = info.message_overhead
+            item.framing = item.charge = info.message_overhead
     framing = 3  # the system message, the before/after-history messages, the current message
     state.fixed = info.message_overhead * framing + info.reply_overhead + state.tool_tokens

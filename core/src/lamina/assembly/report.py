@@ -1,22 +1,25 @@
-"""Report: what was kept, cut, summarized or dropped and why, per block and per layer, with
-the stable prefix; then the assembled context itself."""
+"""Report: what was kept, cut or summarized and why, per block and per layer, what was dropped
+per layer (each block too in a verbose report), with the stable prefix; then the assembled
+context itself."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from attrs import evolve
 
 from lamina.assembly.rules import Rules
-from lamina.assembly.state import InFlight, Item, order_key
+from lamina.assembly.state import ORIGINAL, TOKENS, Cut, InFlight, Item, order_key
 from lamina.model.context import AssembledContext
 from lamina.model.event_context import merge_context_json
 from lamina.model.report import (
     AssemblyReport,
     BlockReport,
+    DroppedReport,
     LayerReport,
     StablePrefix,
     TokenizerReport,
@@ -31,14 +34,22 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
     out, used = state.formatted, state.used
     assert out is not None and used is not None, "report runs after format"
     request, model = state.request, state.model
-    items = state.items
     budget = evolve(state.budget, used=used, remaining=state.budget.available - used.total)
+    if state.verbose:
+        listed = [
+            block_report(i) for i in sorted([*state.all_items(), *state.markers], key=order_key)
+        ]
+    else:
+        listed = _kept_reports(state.live, state.history_memo)
+    dropped = _dropped_reports(state, rules)
     assembly_report = AssemblyReport(
         blocks=(
-            *(block_report(i) for i in sorted([*items, *state.markers], key=order_key)),
+            *listed,
             *(_exclusion_report(x, plugin, rules) for x, plugin in state.exclusions),
         ),
-        layers=_layer_reports(items, state.caps, rules),
+        layers=_layer_reports(state, dropped, rules),
+        dropped=dropped,
+        verbose=state.verbose,
         warnings=tuple(state.warnings),
         tokenizer=TokenizerReport(
             name=model.tokenizer.name, plugin=model.tokenizer_plugin, exact=model.tokenizer.exact
@@ -67,10 +78,40 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
         toolset_name=request.toolset_name,
         permissions_granted=request.permissions,
         source_event_id=request.event.id,
-        system_context_json=_system_context_json(items),
+        system_context_json=_system_context_json(state),
         report=assembly_report,
         model_info=model.info,
     )
+
+
+def _kept_reports(live: dict[str, list[Item]], memo: dict[str, Any] | None) -> list[BlockReport]:
+    """The kept items' reports in output order (placements follow layer order, so their runs
+    only need sorting when a layer placed elsewhere interleaves them); the kept history's
+    from ``memo`` when it has them."""
+    runs = sorted((m for m in live.values() if m), key=lambda m: order_key(m[0]))
+    if any(order_key(a[-1]) > order_key(b[0]) for a, b in pairwise(runs)):
+        return [_kept_report(i) for i in sorted((i for m in runs for i in m), key=order_key)]
+    out: list[BlockReport] = []
+    for run in runs:
+        if memo is not None and run is memo.get("live"):
+            if "reports" not in memo:
+                memo["reports"] = [_kept_report(i) for i in run]
+            out += memo["reports"]
+        else:
+            out += [_kept_report(i) for i in run]
+    return out
+
+
+def _kept_report(item: Item) -> BlockReport:
+    """A kept item's report, made once while the item is pristine."""
+    pristine = item.status == "kept" and item.block is item.base
+    if pristine and item.memo_report is not None:
+        found: BlockReport = item.memo_report
+        return found
+    made = block_report(item)
+    if pristine:
+        item.memo_report = made
+    return made
 
 
 def block_report(item: Item) -> BlockReport:
@@ -113,22 +154,61 @@ def _exclusion_report(x: Exclusion, plugin: str, rules: Rules) -> BlockReport:
     )
 
 
+def _dropped_reports(state: InFlight, rules: Rules) -> tuple[DroppedReport, ...]:
+    """What fitting dropped, per layer (in layer order): how many blocks, the tokens they
+    held, the first and last in output order, and the reasons (each once, in order)."""
+    by_layer: dict[str, list[Cut]] = {}
+    for cut in state.cuts:
+        by_layer.setdefault(cut.layer, []).append(cut)
+    out = []
+    for name in sorted(by_layer, key=lambda n: rules.registry.layer(n).order):
+        cuts = by_layer[name]
+        first = min((c.items[0] for c in cuts), key=_at)
+        last = max((c.items[-1] for c in cuts), key=_at)
+        reasons = dict.fromkeys(c.items[0].reason or "" for c in cuts)
+        out.append(
+            DroppedReport(
+                layer=name,
+                placement=first.placement,
+                blocks=sum(len(c.items) for c in cuts),
+                original_tokens=sum(c.original for c in cuts),
+                first_id=first.block.id,
+                last_id=last.block.id,
+                reasons=tuple(r for r in reasons if r),
+            )
+        )
+    return tuple(out)
+
+
+def _at(item: Item) -> int:
+    return item.index
+
+
 def _layer_reports(
-    items: Sequence[Item], caps: dict[str, int], rules: Rules
+    state: InFlight, dropped: Sequence[DroppedReport], rules: Rules
 ) -> tuple[LayerReport, ...]:
     out = []
-    names = sorted({i.spec.name for i in items}, key=lambda n: rules.registry.layer(n).order)
-    for name in names:
-        members = [i for i in items if i.spec.name == name]
+    cut = {d.layer: d for d in dropped}
+    by_layer = state.by_layer
+    clean = {b.layer for b in state.history_buckets or ()} if state.history_clean else set()
+    for name in sorted(by_layer, key=lambda n: rules.registry.layer(n).order):
+        members = by_layer[name]
+        gone = cut.get(name)
+        if name in clean and state.history_buckets is not None:
+            # As placed but for one cut: the sums come from the buckets and the cut.
+            original = sum(b.original_tokens() for b in state.history_buckets)
+            tokens = original - (gone.original_tokens if gone is not None else 0)
+        else:
+            original, tokens = sum(map(ORIGINAL, members)), sum(map(TOKENS, members))
         out.append(
             LayerReport(
                 layer=name,
                 placement=members[0].placement,
                 blocks=len(members),
-                kept=sum(1 for i in members if i.live),
-                tokens=sum(i.tokens for i in members),
-                original_tokens=sum(i.original_tokens for i in members),
-                cap=caps.get(name),
+                kept=len(members) - (gone.blocks if gone is not None else 0),
+                tokens=tokens,
+                original_tokens=original,
+                cap=state.caps.get(name),
             )
         )
     return tuple(out)
@@ -142,7 +222,7 @@ def _with_tools(prefix_sha256: str, tools: Sequence[Tool]) -> str:
     return hashlib.sha256(f"{definitions}\x00{prefix_sha256}".encode()).hexdigest()
 
 
-def _system_context_json(items: Sequence[Item]) -> dict[str, Any]:
+def _system_context_json(state: InFlight) -> dict[str, Any]:
     """The system blocks' ``context_json`` provenance, deep-merged in order (what was kept)."""
-    kept = (i for i in sorted(items, key=order_key) if i.placement == "system" and i.live)
+    kept = state.live.get("system", [])
     return merge_context_json(i.block.provenance.metadata.get("context_json") for i in kept) or {}

@@ -7,12 +7,13 @@ long argument list and the order of the phases is the order of the fields.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from attrs import define, field, frozen
+from attrs import Factory, define, field, frozen
 
 from lamina.call import Overrides
 from lamina.model.blocks import Block, Placement
@@ -23,6 +24,7 @@ from lamina.model.request import AssemblyRequest, Tool
 from lamina.records import Exclusion, LayerSpec, ModelInfo, Tokenizer
 
 if TYPE_CHECKING:
+    from lamina.assembly.layout import Bucket
     from lamina.tokens import TokenCounter
 
 Progress = Callable[[str], None]
@@ -40,9 +42,14 @@ class ResolvedModel:
     revision: list[Any] = field(factory=lambda: [None])
 
 
-@define(kw_only=True)
+@define(kw_only=True, eq=False)
 class Item:
-    """A block on its way through the pipeline, with its measured size and fate."""
+    """A block on its way through the pipeline, with its measured size and fate.
+
+    Items outlive one assembly (see ``layout``): ``base`` is the block as gathered and
+    ``charge`` the framing a kept history message costs; ``reset`` puts back whatever a call
+    cut, and the ``memo_*`` slots keep what a pristine item renders to between calls.
+    """
 
     block: Block
     spec: LayerSpec
@@ -57,6 +64,11 @@ class Item:
     reason: str | None = None
     synthetic: bool = False
     framing: int = 0
+    charge: int = 0
+    base: Block = field(default=Factory(lambda self: self.block, takes_self=True))
+    memo_report: Any = None
+    memo_message: Any = None
+    memo_seal: bytes = b""
 
     @property
     def live(self) -> bool:
@@ -68,10 +80,74 @@ class Item:
         provider's per-message framing (nothing once it is dropped)."""
         return self.tokens + self.framing if self.live else 0
 
+    @property
+    def pristine(self) -> bool:
+        """Whether the item is as it was gathered and measured (nothing cut this call)."""
+        return self.status == "kept" and self.block is self.base
+
+    def drop(self, reason: str, strategy: str | None = None) -> None:
+        """Cut the item: it then costs nothing (tokens and framing 0)."""
+        self.status = "dropped"
+        self.reason = reason
+        if strategy is not None:
+            self.strategy = strategy
+        self.tokens = self.framing = 0
+
+    def reset(self) -> None:
+        """Back to as gathered and measured, for the next assembly."""
+        self.block = self.base
+        self.tokens = self.original_tokens
+        self.framing = self.charge
+        self.status = "kept"
+        self.strategy = self.reason = None
+
+
+#: An item's tokens and framing, read at C speed: ``total`` sums them over many items.
+TOKENS = attrgetter("tokens")
+FRAMING = attrgetter("framing")
+ORIGINAL = attrgetter("original_tokens")
+
+
+def total(items: Sequence[Item]) -> int:
+    """What keeping ``items`` costs (a dropped item's tokens and framing are 0)."""
+    cost: int = sum(map(TOKENS, items)) + sum(map(FRAMING, items))
+    return cost
+
 
 def order_key(item: Item) -> tuple[int, int]:
     """Where an item sorts in the output: its index, a gap marker before the block after it."""
     return (item.index, 0 if item.synthetic else 1)
+
+
+@define(kw_only=True, eq=False)
+class Cut:
+    """Items of one layer fitting dropped together, with the tokens they held. A history cut
+    made on the pristine groups also records them, the groups kept, the strategy, whether
+    gaps were marked and each gap (its size, and the item whose index its marker takes), so
+    the next call that cuts the same way leaves its items as they are (see ``layout``)."""
+
+    layer: str
+    items: list[Item]
+    original: int
+    groups: list[list[Item]] | None = None
+    keep: tuple[int, ...] = ()
+    strategy: str = ""
+    marking: bool = False
+    gaps: list[tuple[int, Item]] = field(factory=list)
+    kept_cost: int = 0
+    markers: list[Item] = field(factory=list)
+    #: What the kept history renders to under this cut (its items, markers in place; their
+    #: messages, hash input, cost and reports), made once and reused while it holds.
+    memo: dict[str, Any] = field(factory=dict)
+
+
+@define(kw_only=True, eq=False)
+class Gathered:
+    """One provider's blocks, in the order it gave them; ``key`` is the provider's position."""
+
+    key: int
+    plugin: str
+    blocks: list[Block]
 
 
 @frozen(kw_only=True)
@@ -100,16 +176,42 @@ class InFlight:
     tool_tokens: int = 0
     warnings: list[str] = field(factory=list)
     exclusions: list[tuple[Exclusion, str]] = field(factory=list)
-    gathered: list[tuple[Block, str]] = field(factory=list)
+    gathered: list[Gathered] = field(factory=list)
     history_source: str | None = None
-    items: list[Item] = field(factory=list)
+    buckets: list[Bucket] = field(factory=list)
+    items: list[Item] = field(factory=list)  # every item in output order: see all_items()
+    #: Placed: the items by layer and by placement (output order), the history's buckets
+    #: (``None`` when a bucket mixes layers), the items with their own ``max_tokens``, the
+    #: history items with tool calls or results, and the items new this call (to measure).
+    by_layer: dict[str, list[Item]] = field(factory=dict)
+    by_placement: dict[str, list[Item]] = field(factory=dict)
+    history_buckets: list[Bucket] | None = None
+    capped: list[Item] = field(factory=list)
+    tool_items: list[Item] = field(factory=list)
+    fresh: list[Item] = field(factory=list)
+    #: Fitted: every item changed this call (put back when it ends) and the runs of items
+    #: dropped, in the order they were dropped.
+    touched: list[Item] = field(factory=list)
+    cuts: list[Cut] = field(factory=list)
     markers: list[Item] = field(factory=list)
+    #: Formatted: the kept items of each placement in output order, markers in their places.
+    live: dict[str, list[Item]] = field(factory=dict)
+    #: Whether history is as placed but for one cut on its pristine groups (in ``cuts``).
+    history_clean: bool = False
+    history_memo: dict[str, Any] | None = None
+    verbose: bool = False
     fixed: int = 0
     strategy: str = ""
     caps: dict[str, int] = field(factory=dict)
     formatted: Formatted | None = None
     used: BudgetUsage | None = None
     timings: dict[str, float] = field(factory=dict)
+
+    def all_items(self) -> list[Item]:
+        """Every placed item in output order (joined on first use)."""
+        if not self.items:
+            self.items = [i for bucket in self.buckets for i in bucket.items]
+        return self.items
 
     @contextmanager
     def phase(self, name: str, progress: Progress | None = None) -> Iterator[None]:

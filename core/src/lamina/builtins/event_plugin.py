@@ -84,5 +84,6 @@ def lamina_layer_providers() -> list[LayerProvider]:
             layers=(EVENT,),
             required=True,
             description="current time, timezone, platform and actions (managers), hook data, content",
+            inline=True,
         )
     ]

@@ -82,5 +82,6 @@ def lamina_layer_providers() -> list[LayerProvider]:
             provide=provide,
             layers=(SESSION, WORKSPACE),
             description="the history a host passes with the request",
+            inline=True,
         )
     ]

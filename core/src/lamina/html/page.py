@@ -18,7 +18,7 @@ from lamina.html.shell import html_escape as esc
 from lamina.html.shell import html_page
 from lamina.html.style import REPORT
 from lamina.model.context import AssembledContext
-from lamina.model.report import BlockReport, LayerReport, StablePrefix
+from lamina.model.report import BlockReport, DroppedReport, LayerReport, StablePrefix
 from lamina.wording import counted
 
 _R = TypeVar("_R", LayerReport, BlockReport)
@@ -72,7 +72,7 @@ def render_html(ctx: AssembledContext) -> str:
         _budget_section(ctx, colors),
         _warnings_section(report.warnings),
         _layers_table(report.layers, colors),
-        _blocks_table(report.blocks, colors),
+        _blocks_table(report.blocks, _summed(ctx), colors),
         "</main>",
     ]
     return html_page(title, body, style=REPORT)
@@ -154,13 +154,15 @@ def _budget_section(ctx: AssembledContext, colors: dict[str, str]) -> str:
     by_block = _with_overhead(live, used, scale, lambda b: _block_seg(b, scale, colors))
     by_block.append(_remaining(budget.remaining, scale))
     dropped = [b for b in report.blocks if b.status == "dropped"]
+    summed = _summed(ctx)
     dropped_total = sum(b.original_tokens for b in dropped)
+    dropped_total += sum(d.original_tokens for d in summed)
     rows = [
         _row("Physical layer", "bar-placement", placement),
         _row("Layer", "bar-layer", by_layer),
         _row("Block", "bar-block", by_block),
     ]
-    if dropped:
+    if dropped_total or dropped or summed:
         own = dropped_total > scale
         left_scale = max(scale, dropped_total)
         note = " (own scale)" if own else ""
@@ -168,7 +170,10 @@ def _budget_section(ctx: AssembledContext, colors: dict[str, str]) -> str:
             _row(
                 f"Left out{note}",
                 "bar-dropped",
-                [_block_seg(b, left_scale, colors) for b in dropped],
+                [
+                    *(_dropped_seg(d, left_scale, colors) for d in summed),
+                    *(_block_seg(b, left_scale, colors) for b in dropped),
+                ],
             )
         )
     return (
@@ -201,6 +206,35 @@ def _with_overhead(
                 )
             )
     return out
+
+
+def _summed(ctx: AssembledContext) -> tuple[DroppedReport, ...]:
+    """The dropped blocks the report sums up per layer (a verbose report lists each one in
+    ``blocks`` instead)."""
+    return () if ctx.report.verbose else ctx.report.dropped
+
+
+def _dropped_figures(d: DroppedReport) -> tuple[str, dict[str, object]]:
+    """What a per-layer sum of dropped blocks shows: its name and its ``data-`` figures."""
+    name = d.first_id if d.blocks == 1 else f"{d.first_id} … {d.last_id}"
+    data: dict[str, object] = {
+        "data-dropped": d.layer,
+        "data-layer": d.layer,
+        "data-status": "dropped",
+        "data-blocks": d.blocks,
+        "data-first": d.first_id,
+        "data-last": d.last_id,
+        "data-original-tokens": d.original_tokens,
+    }
+    return f"{name} ({counted(d.blocks, 'block')})", data
+
+
+def _dropped_seg(d: DroppedReport, scale: int, colors: dict[str, str]) -> str:
+    name, data = _dropped_figures(d)
+    tip = f"{name} ({d.layer}): dropped, {d.original_tokens:,} tokens"
+    if d.reasons:
+        tip += f"; {'; '.join(d.reasons)}"
+    return _seg("block dropped", d.original_tokens, scale, tip, data, color=colors.get(d.layer))
 
 
 def _block_seg(b: BlockReport, scale: int, colors: dict[str, str]) -> str:
@@ -311,9 +345,21 @@ def _layers_table(layers: Sequence[LayerReport], colors: dict[str, str]) -> str:
     )
 
 
-def _blocks_table(blocks: Sequence[BlockReport], colors: dict[str, str]) -> str:
+def _blocks_table(
+    blocks: Sequence[BlockReport], summed: Sequence[DroppedReport], colors: dict[str, str]
+) -> str:
     head = _head("block", "layer", "plugin", "status", "#tokens", "#original", "why")
     rows = []
+    for d in summed:  # each layer's dropped blocks, summed up
+        name, data = _dropped_figures(d)
+        rows.append(
+            f'<tr class="dropped"{_attrs({**data, "data-tokens": 0})}><td>{esc(name)}</td>'
+            f"<td>{esc(d.layer)}</td><td></td>"
+            f'<td><i class="swatch block dropped" style="background-color:'
+            f'{colors.get(d.layer, "#888")}"></i>dropped</td>'
+            f'<td class="n">0</td><td class="n">{d.original_tokens:,}</td>'
+            f"<td>{'; '.join(esc(r) for r in d.reasons)}</td></tr>"
+        )
     for b in blocks:
         data = {
             "data-block": b.id,

@@ -43,6 +43,21 @@ class LayerReport:
 
 
 @frozen(kw_only=True)
+class DroppedReport:
+    """The blocks of one layer that fitting dropped, in aggregate: how many, the tokens they
+    held, the first and last (in output order) and why. A verbose report also lists each one
+    in ``AssemblyReport.blocks``."""
+
+    layer: str
+    placement: str
+    blocks: int
+    original_tokens: int
+    first_id: str
+    last_id: str
+    reasons: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
 class TokenizerReport:
     """Which tokenizer counted, and whether its counts are exact or an estimate."""
 
@@ -63,11 +78,17 @@ class StablePrefix:
 class AssemblyReport:
     """Everything a host needs to see why the context looks the way it does.
 
-    All fields are deterministic for the same inputs except ``timings_ms``.
+    ``blocks`` lists every block that made it in (gap markers included) and every block a
+    provider left out; blocks that fitting dropped are summed up per layer in ``dropped``, and
+    listed in ``blocks`` too only when the report is ``verbose`` (``[report] verbose`` or
+    ``assemble(..., verbose_report=True)``). All fields are deterministic for the same inputs
+    except ``timings_ms``.
     """
 
     blocks: tuple[BlockReport, ...] = ()
     layers: tuple[LayerReport, ...] = ()
+    dropped: tuple[DroppedReport, ...] = ()
+    verbose: bool = False
     warnings: tuple[str, ...] = ()
     tokenizer: TokenizerReport | None = None
     stable_prefix: StablePrefix | None = None

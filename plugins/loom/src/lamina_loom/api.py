@@ -192,7 +192,8 @@ class Loom:
             fields["provider"] = provider
         request = assembler.request("", **fields)
         try:
-            context = assembler.assemble(request)
+            # Each dropped block by name: removed_nodes maps them back to nodes.
+            context = assembler.assemble(request, verbose_report=True)
         except BudgetError as exc:
             self._system_alone(assembler, request.model, plan.system_text, tree, exc)
             raise
