@@ -17,7 +17,10 @@ systems trim it to the same budget with the same o200k_base encoding (Lamina's o
   turn, and the one Lamina's warm assembly is measured against.
 
 Run: ``.venv/bin/python bench/bench_assembly.py [--messages 1000] [--budget 128000] [--repeat 5]``
-Timings are medians and minimums of ``--repeat`` runs (wall clock, ``time.perf_counter``).
+Timings are medians and minimums of ``--repeat`` runs (wall clock, ``time.perf_counter``), in
+interleaved rounds: each round every system takes its samples in turn, so background load hits
+all of them alike. ``--warm-only`` times only Lamina's warm assembly and the precomputed peer
+(cold Lamina and the re-tokenizing LangChain take minutes at 10,000 messages).
 """
 
 from __future__ import annotations
@@ -155,22 +158,26 @@ class LaminaRunner:
     """Cold: a fresh Assembler per sample (plugin resolution untimed), its first ``assemble``.
     Warm: one primed Assembler, ``assemble`` again."""
 
-    def __init__(self, blocks: list[Block], budget: int, strategy: str) -> None:
-        self.blocks, self.budget, self.strategy = blocks, budget, strategy
+    def __init__(self, blocks: list[Block], budget: int, strategy: str, cold: bool = True) -> None:
+        self.blocks, self.budget, self.strategy, self.timing_cold = blocks, budget, strategy, cold
         self.warm_asm = new_assembler(blocks, budget, strategy)
         self.warm_request = self.warm_asm.request(CURRENT_MESSAGE)
         self.ctx = self.warm_asm.assemble(self.warm_request)  # prime the memo
         self.cold: list[float] = []
         self.warm: list[float] = []
+        self.phases: dict[str, list[float]] = {}
 
     def sample(self) -> None:
-        asm = new_assembler(self.blocks, self.budget, self.strategy)
-        request = asm.request(CURRENT_MESSAGE)
-        ms, _ = timed(lambda: asm.assemble(request))
-        self.cold.append(ms)
-        asm.close()
+        if self.timing_cold:
+            asm = new_assembler(self.blocks, self.budget, self.strategy)
+            request = asm.request(CURRENT_MESSAGE)
+            ms, _ = timed(lambda: asm.assemble(request))
+            self.cold.append(ms)
+            asm.close()
         ms, self.ctx = timed(lambda: self.warm_asm.assemble(self.warm_request))
         self.warm.append(ms)
+        for phase, took in self.ctx.report.timings_ms.items():
+            self.phases.setdefault(phase, []).append(took)
 
 
 class LangChainRunner:
@@ -178,18 +185,23 @@ class LangChainRunner:
     Warm: on the same, already trimmed-once list again."""
 
     def __init__(
-        self, history: Sequence[tuple[str, str]], budget: int, counter: Callable[..., int]
+        self,
+        history: Sequence[tuple[str, str]],
+        budget: int,
+        counter: Callable[..., int],
+        cold: bool = True,
     ) -> None:
-        self.history, self.budget, self.counter = history, budget, counter
+        self.history, self.budget, self.counter, self.timing_cold = history, budget, counter, cold
         self.messages = langchain_messages(history)
         self.kept = trim(self.messages, budget, counter)
         self.cold: list[float] = []
         self.warm: list[float] = []
 
     def sample(self) -> None:
-        fresh = langchain_messages(self.history)
-        ms, _ = timed(lambda: trim(fresh, self.budget, self.counter))
-        self.cold.append(ms)
+        if self.timing_cold:
+            fresh = langchain_messages(self.history)
+            ms, _ = timed(lambda: trim(fresh, self.budget, self.counter))
+            self.cold.append(ms)
         ms, self.kept = timed(lambda: trim(self.messages, self.budget, self.counter))
         self.warm.append(ms)
 
@@ -211,8 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--budget", type=int, default=128_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--warm-only",
+        action="store_true",
+        help="time only Lamina's warm assembly and trim_messages with precomputed counts",
+    )
     args = parser.parse_args(argv)
-    budget, repeat = args.budget, args.repeat
+    budget, repeat, cold = args.budget, args.repeat, not args.warm_only
 
     enc = load_encoding(ENCODING)  # loaded once, before any timing, for both systems
     history = build_history(args.messages)
@@ -228,23 +245,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"history: {len(history)} messages, {sum(sizes):,} {ENCODING} tokens "
         f"({min(sizes)}–{max(sizes)} each, median {statistics.median(sizes):.0f}); "
-        f"budget {budget:,}; repeat {repeat}; seed {SEED}"
+        f"budget {budget:,}; repeat {repeat}; seed {SEED}" + ("; warm only" if not cold else "")
     )
     print()
 
     strategies = ("rollingWindow", "truncateMiddle")
-    laminas = {s: LaminaRunner(blocks, budget, s) for s in strategies}
-    langchain = LangChainRunner(history, budget, counter)
-    precomputed = LangChainRunner(history, budget, counter)
-    known = {m.content: n for m, n in zip(precomputed.messages, sizes, strict=True)}
-    precomputed.counter = lambda messages: sum(known[m.content] for m in messages)
+    laminas = {s: LaminaRunner(blocks, budget, s, cold) for s in strategies}
+    langchain = LangChainRunner(history, budget, counter) if cold else None
+    known = dict(zip((text for _, text in history), sizes, strict=True))
+    precomputed = LangChainRunner(
+        history, budget, lambda messages: sum(known[m.content] for m in messages), cold=False
+    )
     # Interleaved rounds: background load on the machine hits every system alike.
     for _ in range(repeat):
-        for runner in (*laminas.values(), langchain, precomputed):
+        for runner in (*laminas.values(), *([langchain] if langchain else []), precomputed):
             runner.sample()
 
-    rows: dict[str, tuple[list[float], list[float], int, int]] = {}
     by_id = {b.id: n for n, b in zip(sizes, blocks, strict=True)}
+    rows: dict[str, tuple[list[float], list[float], int, int]] = {}
     for strategy, runner in laminas.items():
         ctx = runner.ctx
         kept = lamina_kept(ctx)
@@ -258,32 +276,42 @@ def main(argv: Sequence[str] | None = None) -> int:
             len(kept),
             sum(by_id[i] for i in kept),
         )
+        dropped = ", ".join(
+            f"{d.layer} {d.blocks} ({d.first_id}…{d.last_id})" for d in ctx.report.dropped
+        )
         print(
             f"Lamina ({strategy}): kept {len(kept)} messages; used.total {used.total:,} "
             f"<= {budget:,} (history {used.history:,} incl. the gap marker, "
-            f"current message {used.event})"
+            f"current message {used.event}); dropped: {dropped or 'none'}"
         )
-    lc_tokens = counter(langchain.kept)
-    rows["LangChain trim_messages"] = (
-        langchain.cold,
-        langchain.warm,
-        len(langchain.kept),
-        lc_tokens,
-    )
-    print(f"LangChain trim_messages: kept {len(langchain.kept)} messages; {lc_tokens:,} tokens")
+    for label, runner in (
+        ("LangChain trim_messages", langchain),
+        ("LangChain, precomputed", precomputed),
+    ):
+        if runner is not None:
+            kept_tokens = (
+                counter(runner.kept)
+                if runner is langchain
+                else sum(
+                    known[m.content]
+                    for m in runner.kept  # type: ignore[index]
+                )
+            )
+            rows[label] = (runner.cold, runner.warm, len(runner.kept), kept_tokens)
+            print(f"{label}: kept {len(runner.kept)} messages; {kept_tokens:,} tokens")
+    if langchain is not None:
+        calls = encoded = 0
 
-    calls = encoded = 0
+        def counting(messages: list[BaseMessage]) -> int:
+            nonlocal calls, encoded
+            calls, encoded = calls + 1, encoded + len(messages)
+            return counter(messages)
 
-    def counting(messages: list[BaseMessage]) -> int:
-        nonlocal calls, encoded
-        calls, encoded = calls + 1, encoded + len(messages)
-        return counter(messages)
-
-    trim(langchain_messages(history), budget, counting)
-    print(
-        f"  (its token_counter ran {calls} times over {encoded:,} messages in one trim: "
-        "the binary search re-counts every prefix it tries)"
-    )
+        trim(langchain_messages(history), budget, counting)
+        print(
+            f"  (its token_counter ran {calls} times over {encoded:,} messages in one trim: "
+            "the binary search re-counts every prefix it tries)"
+        )
     print()
 
     header = (
@@ -292,28 +320,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(header)
     print("-" * len(header))
-    for label, (cold, warm, kept_n, kept_tokens) in rows.items():
-        (cm, cn), (wm, wn) = stats(cold), stats(warm)
+    for label, (cold_ms, warm, kept_n, kept_tokens) in rows.items():
+        (wm, wn) = stats(warm)
+        cm, cn = (f"{x:.2f}ms" for x in stats(cold_ms)) if cold_ms else ("-", "-")
         print(
-            f"{label:<28} {cm:>10.1f}ms {cn:>8.1f}ms {wm:>10.1f}ms {wn:>8.1f}ms "
+            f"{label:<28} {cm:>12} {cn:>10} {wm:>10.2f}ms {wn:>8.2f}ms "
             f"{kept_n:>10} {kept_tokens:>12,}"
         )
     print("(kept tokens: message content only, o200k_base, counted the same way for both)")
     print()
 
-    print("ratio = LangChain time / Lamina time (> 1 means Lamina is faster), median (min)")
-    lc_cold, lc_warm = stats(langchain.cold), stats(langchain.warm)
-    for strategy, runner in laminas.items():
-        cold, warm = stats(runner.cold), stats(runner.warm)
-        print(
-            f"  vs Lamina ({strategy}): cold {lc_cold[0] / cold[0]:.2f}x "
-            f"({lc_cold[1] / cold[1]:.2f}x), warm {lc_warm[0] / warm[0]:.2f}x "
-            f"({lc_warm[1] / warm[1]:.2f}x)"
-        )
+    if langchain is not None:
+        print("ratio = LangChain time / Lamina time (> 1 means Lamina is faster), median (min)")
+        lc_cold, lc_warm = stats(langchain.cold), stats(langchain.warm)
+        for strategy, runner in laminas.items():
+            cold_s, warm = stats(runner.cold), stats(runner.warm)
+            print(
+                f"  vs Lamina ({strategy}): cold {lc_cold[0] / cold_s[0]:.2f}x "
+                f"({lc_cold[1] / cold_s[1]:.2f}x), warm {lc_warm[0] / warm[0]:.2f}x "
+                f"({lc_warm[1] / warm[1]:.2f}x)"
+            )
     pc_warm = stats(precomputed.warm)
     print(
-        f"LangChain trim_messages, precomputed counts: warm median {pc_warm[0]:.2f}ms "
-        f"(min {pc_warm[1]:.2f}ms)"
+        f"LangChain trim_messages, precomputed counts: warm median {pc_warm[0]:.3f}ms "
+        f"(min {pc_warm[1]:.3f}ms)"
     )
     for strategy, runner in laminas.items():
         warm = stats(runner.warm)
@@ -323,8 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print()
     for strategy, runner in laminas.items():
-        shown = ", ".join(f"{k} {v:.1f}" for k, v in runner.ctx.report.timings_ms.items())
-        print(f"Lamina ({strategy}) warm phases, last run (ms): {shown}")
+        shown = ", ".join(f"{k} {statistics.median(v):.3f}" for k, v in runner.phases.items())
+        print(f"Lamina ({strategy}) warm phases, medians (ms): {shown}")
     for runner in laminas.values():
         runner.warm_asm.close()
     return 0

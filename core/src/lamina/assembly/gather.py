@@ -5,9 +5,11 @@ what was gathered."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from attrs import evolve
@@ -22,7 +24,7 @@ from lamina.errors import LaminaError, PluginError, ProviderError
 from lamina.log import get_logger
 from lamina.model.blocks import SESSION, Block, content_hash
 from lamina.plugins import Attributed, Registry
-from lamina.records import BlockTransform, LayerProvider, ProviderContext
+from lamina.records import BlockTransform, LayerProvider, LayerView, ProviderContext
 from lamina.wording import counted
 
 _log = get_logger("assembly")
@@ -36,6 +38,8 @@ class Gatherer:
         self.registry = registry
         self.settings = settings
         self._pool = ProviderPool()
+        #: The layers as providers see them, by available tokens (the only thing they vary by).
+        self._views: dict[int, Mapping[str, LayerView]] = {}
 
     def close(self) -> None:
         self._pool.close()
@@ -45,12 +49,15 @@ class Gatherer:
         order; warnings and exclusions go to the state in the same order. A provider's blocks
         checked last time (``layout.checked``) are not checked again."""
         providers = self.registry.providers
-        views = rules.views(state.budget.available)
-        futures: list[tuple[int, Attributed, Future[Any]]] = []
-        contexts: list[ProviderContext] = []
+        views = self._views.get(state.budget.available)
+        if views is None:
+            if len(self._views) >= 64:
+                self._views.clear()
+            fresh = MappingProxyType(rules.views(state.budget.available))  # shared: read-only
+            views = self._views[state.budget.available] = fresh
         started = time.monotonic()
-        for position, item in enumerate(providers):
-            ctx = ProviderContext(
+        contexts = [
+            ProviderContext(
                 request=state.request,
                 config=self.config,
                 settings=self.settings.get(item.plugin),
@@ -60,31 +67,42 @@ class Gatherer:
                 plugin=item.plugin,
                 layers=views,
             )
-            contexts.append(ctx)
+            for item in providers
+        ]
+        futures: dict[int, Future[Any]] = {}
+        for position, item in enumerate(providers):
             key = f"{item.plugin}:{item.record.name}"
             if item.record.inline:
-                future: Future[Any] = Future()
-                futures.append((position, item, future))
                 continue
             if self._pool.stuck(key) >= self._pool.max_stuck:
                 what = f"is still running {self._pool.stuck(key)} calls past their time limit"
                 _failed(item, what, None, state.warnings)
                 continue
-            future = self._pool.submit(partial(_run_provider, item.record, ctx))
-            futures.append((position, item, future))
-        for position, item, future in futures:  # inline ones, while the pool runs the rest
-            if item.record.inline and future.set_running_or_notify_cancel():
+            futures[position] = self._pool.submit(
+                partial(_run_provider, item.record, contexts[position])
+            )
+        done: dict[int, Any] = {}  # the inline ones, run while the pool runs the rest
+        for position, item in enumerate(providers):
+            if item.record.inline:
                 try:
-                    future.set_result(_run_provider(item.record, contexts[position]))
+                    done[position] = _run_provider(item.record, contexts[position])
                 except Exception as exc:  # handled below, as a pooled provider's would be
-                    future.set_exception(exc)
+                    done[position] = exc
         seen: list[tuple[str, set[str]]] = []
         checked: dict[int, Checked] = {}
-        for position, item, future in futures:
+        for position, item in enumerate(providers):
             provider: LayerProvider = item.record
             limit = provider.timeout or self.config.plugins.timeout
             try:
-                blocks = future.result(timeout=max(0.0, started + limit - time.monotonic()))
+                if position in done:
+                    blocks = done[position]
+                    if isinstance(blocks, Exception):
+                        raise blocks
+                elif position in futures:
+                    future = futures[position]
+                    blocks = future.result(timeout=max(0.0, started + limit - time.monotonic()))
+                else:
+                    continue  # refused: too many of its calls are still running
             except FutureTimeout:
                 if not future.cancel():
                     self._pool.overdue(f"{item.plugin}:{provider.name}", future)
@@ -222,7 +240,10 @@ def choose_history(state: InFlight, prefer: str, checked: dict[int, Checked]) ->
 
 
 def _run_provider(provider: LayerProvider, ctx: ProviderContext) -> list[Block]:
-    return list(provider.provide(ctx))
+    """The provider's blocks as a list (its own list when it returns one: only read, and
+    only while this assembly runs; what is kept between calls is a copy)."""
+    blocks = provider.provide(ctx)
+    return blocks if type(blocks) is list else list(blocks)
 
 
 def _failed(item: Attributed, what: str, exc: BaseException | None, warnings: list[str]) -> None:

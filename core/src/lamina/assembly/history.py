@@ -97,25 +97,33 @@ class Cutter:
 
     def live_history(self) -> list[Item] | None:
         """The kept history items with the gap markers in place, in order, when known without
-        looking at each item: history as placed, or as placed but for one pristine cut (whose
-        memo then keeps the list). ``None`` otherwise."""
+        looking at each item: history as placed, or as placed but for one pristine cut (kept
+        in the memo of the bucket or of the cut). ``None`` otherwise."""
+        memo = self.memo()
+        if memo is not None:
+            live: list[Item] | None = memo.get("live")
+            if live is None:
+                live = memo["live"] = self._live()
+            return live
         if self.history is not None and self.by_placement is not None:
             return list(self.by_placement.get("history", []))
+        return None
+
+    def _live(self) -> list[Item]:
         cut = self.cut
-        if self._history_total is None or cut is None or cut.groups is None:
-            return None
-        live: list[Item] | None = cut.memo.get("live")
-        if live is None:
-            groups = cut.groups
-            live = [i for n in cut.keep for i in groups[n]]
-            for marker in self.markers:
-                live.insert(bisect_left(live, order_key(marker), key=order_key), marker)
-            cut.memo["live"] = live
+        if cut is None or cut.groups is None:  # nothing cut: the one bucket as it is
+            return list(self.history[0].items) if self.history else []
+        groups = cut.groups
+        live = [i for n in cut.keep for i in groups[n]]
+        for marker in self.markers:
+            live.insert(bisect_left(live, order_key(marker), key=order_key), marker)
         return live
 
     def memo(self) -> dict[str, Any] | None:
-        """The memo of what the kept history renders to, while history is as placed but for
-        this call's one pristine cut."""
+        """The memo of what the kept history renders to: the one history bucket's while
+        history is untouched, this call's pristine cut's while nothing else changed it."""
+        if self.history is not None:
+            return self.history[0].memo if len(self.history) == 1 else None
         if self._history_total is None or self.cut is None:
             return None
         return self.cut.memo

@@ -46,6 +46,9 @@ class Bucket:
     offset: int = -1  # the index its first item was given
     indexed: int = 0  # how many of its items carry index offset + position
     original: int | None = None  # its items' original tokens, once summed
+    #: What its items render to while history is exactly this bucket, untouched (see
+    #: ``Cut.memo``).
+    memo: dict[str, Any] = field(factory=dict)
 
     def original_tokens(self) -> int:
         """What the bucket's items held as measured (summed once)."""
