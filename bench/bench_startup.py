@@ -1,0 +1,160 @@
+"""Start-up: ``lamina assemble`` on the example workspace against ``python -c pass``, in one run.
+
+The example workspace (``examples/workspace``) is copied to a temporary folder and its demo
+session imported into the copy's ledger, untimed, so nothing is written into the repository.
+Then, in interleaved rounds, each of these runs as a fresh process:
+
+* ``python -c pass``: the interpreter alone, the floor every command pays;
+* ``lamina --help``: the command line without any plugin;
+* ``lamina assemble``: what ``./dev demo`` runs (``--format text --show-report``), with a fixed
+  ``--time`` so every run assembles the same bytes.
+
+Processes run as an installed Lamina does: with bytecode caches (written under a temporary
+``PYTHONPYCACHEPREFIX``, so the tree stays clean; ``--no-bytecode`` measures without them) and
+with Lamina's own caches (the tiktoken ranks, the models index) in a temporary
+``LAMINA_CACHE_DIR``, built by one untimed warm-up run. ``--importtime`` prints what
+``lamina assemble`` imports, heaviest first (``python -X importtime``), after the timings.
+
+Run: ``.venv/bin/python bench/bench_startup.py [--repeat 10] [--importtime]``
+Times are wall clock per process (``time.perf_counter`` around ``subprocess.run``); medians
+and minimums over the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "workspace"
+MESSAGE = "Compare staging with prod and propose the smallest fix."
+TIME = "2026-03-01T09:00:00+00:00"
+
+
+def lamina_command() -> list[str]:
+    """The ``lamina`` console script next to this interpreter (else ``python -m lamina``)."""
+    script = Path(sys.executable).with_name("lamina")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "lamina"]
+
+
+def workspace(folder: Path, env: dict[str, str]) -> Path:
+    """A copy of the example with its demo session imported (as ``./dev demo`` does)."""
+    copy = folder / "workspace"
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("ledger.db*"))
+    subprocess.run(
+        [
+            *lamina_command(),
+            "ledger",
+            "import",
+            str(copy / "sessions" / "demo.jsonl"),
+            "--session",
+            "demo",
+            "--config",
+            str(copy / "lamina.toml"),
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    return copy / "lamina.toml"
+
+
+def timed(args: Sequence[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, env=env)
+    took = 1000 * (time.perf_counter() - started)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr.decode()}")
+    return took
+
+
+def importtime(args: Sequence[str], env: dict[str, str], top: int = 25) -> list[str]:
+    """The modules ``args`` imports, by cumulative import time (top level only)."""
+    run = [sys.executable, "-X", "importtime", *args[1:]] if args[0] == sys.executable else None
+    if run is None:
+        run = [sys.executable, "-X", "importtime", "-m", "lamina", *args[1:]]
+    done = subprocess.run(run, capture_output=True, env=env, text=True)
+    rows = []
+    total = 0
+    for line in done.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
+        if m:
+            total += int(m.group(1))
+            if len(m.group(3)) == 1:
+                rows.append((int(m.group(2)), m.group(4)))
+    rows.sort(reverse=True)
+    lines = [f"imports in all: {total / 1000:.1f} ms (as -X importtime counts, which adds to it)"]
+    lines += [f"  {us / 1000:7.1f} ms  {name}" for us, name in rows[:top]]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--no-bytecode", action="store_true", help="run without .pyc caches")
+    parser.add_argument("--importtime", action="store_true", help="print what assemble imports")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="lamina-startup-") as tmp:
+        folder = Path(tmp)
+        env = {**os.environ, "LAMINA_CACHE_DIR": str(folder / "cache")}
+        env.pop("LAMINA_DEBUG", None)
+        if args.no_bytecode:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+        config = workspace(folder, env)
+        lamina = lamina_command()
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "lamina --help": [*lamina, "--help"],
+            "lamina assemble": [
+                *lamina,
+                "assemble",
+                "--config",
+                str(config),
+                "--format",
+                "text",
+                "--show-report",
+                "--time",
+                TIME,
+                "--message",
+                MESSAGE,
+            ],
+        }
+        for command in commands.values():  # warm-up: bytecode and Lamina's caches
+            timed(command, env)
+        samples: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.repeat):  # interleaved: background load hits all alike
+            for name, command in commands.items():
+                samples[name].append(timed(command, env))
+
+        print(
+            f"machine: {platform.platform()} | Python {platform.python_version()} | "
+            f"{os.cpu_count()} CPUs; repeat {args.repeat}; "
+            f"bytecode caches {'off' if args.no_bytecode else 'on'}"
+        )
+        print(f"{'command':<18} {'median':>10} {'min':>10} {'median / pass':>14}")
+        floor = statistics.median(samples["python -c pass"])
+        for name, times in samples.items():
+            median = statistics.median(times)
+            print(f"{name:<18} {median:>8.1f}ms {min(times):>8.1f}ms {median / floor:>13.1f}x")
+        if args.importtime:
+            print()
+            print("\n".join(importtime(commands["lamina assemble"], env)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
