@@ -235,3 +235,34 @@ def test_lamina_plugins_command_lists_installed_and_broken(site):
 def test_section_for_a_plugin_without_settings_is_an_error():
     with pytest.raises(PluginError, match="'static': takes no settings.*plugins.static"):
         host({"plugins": {"static": {"x": 1}}}, entry_points=False)
+
+
+def _settings_plugin(cls):
+    """A plugin object whose settings class is ``cls``."""
+    import lamina
+
+    class Plugin:
+        @lamina.hookimpl
+        def lamina_settings_class(self):
+            return cls
+
+    return Plugin()
+
+
+def test_without_a_section_a_plugin_gets_its_defaults_or_the_missing_field_named():
+    import attrs
+
+    @attrs.frozen(kw_only=True)
+    class Defaults:
+        greeting: str = "hello"
+        times: int = attrs.field(default=2, validator=attrs.validators.ge(1))
+
+    @attrs.frozen(kw_only=True)
+    class Required:
+        path: str
+
+    extra = [("greeter", _settings_plugin(Defaults))]
+    assert host(entry_points=False, extra=extra).settings["greeter"] == Defaults()
+    with pytest.raises(SerdeError, match="required field missing") as info:
+        host(entry_points=False, extra=[("needy", _settings_plugin(Required))])
+    assert "plugins.needy" in str(info.value)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from lamina.config import LaminaConfig, is_inert_without_section
 from lamina.errors import PluginError, SerdeError
 from lamina.plugins._manager import LaminaPluginManager
@@ -43,6 +45,12 @@ def load_settings(
             continue
         if is_inert_without_section(cls) and plugin not in config.sections:
             inert.add(plugin)
+        if plugin not in config.sections and attrs.has(cls):
+            try:  # no section: the defaults (what structuring {} gives, without its code)
+                settings[plugin] = cls()
+                continue
+            except Exception:  # structuring says what is wrong, below
+                pass
         raw = config.sections.get(plugin, {})
         try:
             settings[plugin] = structure(raw, cls, file=config.path)
