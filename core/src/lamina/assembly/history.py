@@ -87,7 +87,7 @@ class Cutter:
             if self._history_total is not None:
                 return self._history_total
             if self.history is not None:
-                return sum(self.groups(items)[1])
+                return sum(b.cost() for b in self.history)  # merging groups keeps the sum
         return total(items)
 
     @property
@@ -135,7 +135,7 @@ class Cutter:
         """Keep the history groups the strategy picks within ``target``; mark the gaps."""
         pristine = self.history is not None
         groups, sizes = self.groups(items)
-        if not groups or sum(sizes) <= target:
+        if not groups or self.layer_total(items) <= target:
             return
         protected = min(self.minimum_recent, len(groups))
         marking = self.strategy.marks_gaps
@@ -144,22 +144,12 @@ class Cutter:
             marker_tokens = self.measurer.marker(count).cost
         else:
             marker_tokens = 0
-        try:
-            try:
-                keep = tuple(self.strategy.select(sizes, target, protected, marker_tokens).keep)
-            except BudgetError:
-                if not marker_tokens:
-                    raise
-                # No room even for the gap marker: cut without one (the report still says so).
-                keep = tuple(self.strategy.select(sizes, target, protected, 0).keep)
-                marking = False
-        except BudgetError as exc:
-            raise BudgetError(
-                f"{exc}; would have to go: {_would_go(groups, sizes, target, protected)}",
-                overage=exc.overage,
-                available=exc.available,
-            ) from exc
+        asked = (target, protected, marker_tokens, self.strategy.name)
         stale = self.stale
+        if pristine and stale is not None and stale.groups is groups and stale.asked == asked:
+            keep, marking = stale.keep, stale.marking  # the strategy's answer, last call
+        else:
+            keep, marking = self._select(groups, sizes, target, protected, marker_tokens)
         if (
             pristine
             and stale is not None
@@ -173,6 +163,7 @@ class Cutter:
             self.resolve()
             cut = self._drop(items[0].spec.name, groups, keep, marking)
             cut.kept_cost = sum(sizes[n] for n in keep)
+            cut.asked = asked
         if pristine:
             self.cut = cut  # its items stay dropped when the call ends
         else:
@@ -187,6 +178,31 @@ class Cutter:
             self.markers.extend(cut.markers)
         self.history = self._shape = None
         self._history_total = cut.kept_cost if pristine else None
+
+    def _select(
+        self,
+        groups: list[list[Item]],
+        sizes: list[int],
+        target: int,
+        protected: int,
+        marker_tokens: int,
+    ) -> tuple[tuple[int, ...], bool]:
+        """The groups the strategy keeps, and whether the gaps are marked."""
+        try:
+            try:
+                cut = self.strategy.select(sizes, target, protected, marker_tokens)
+                return tuple(cut.keep), self.strategy.marks_gaps
+            except BudgetError:
+                if not marker_tokens:
+                    raise
+                # No room even for the gap marker: cut without one (the report still says so).
+                return tuple(self.strategy.select(sizes, target, protected, 0).keep), False
+        except BudgetError as exc:
+            raise BudgetError(
+                f"{exc}; would have to go: {_would_go(groups, sizes, target, protected)}",
+                overage=exc.overage,
+                available=exc.available,
+            ) from exc
 
     def _drop(
         self, layer: str, groups: list[list[Item]], keep: tuple[int, ...], marking: bool

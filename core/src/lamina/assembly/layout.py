@@ -46,6 +46,7 @@ class Bucket:
     offset: int = -1  # the index its first item was given
     indexed: int = 0  # how many of its items carry index offset + position
     original: int | None = None  # its items' original tokens, once summed
+    whole: int | None = None  # what its items cost kept whole, once summed
     #: What its items render to while history is exactly this bucket, untouched (see
     #: ``Cut.memo``).
     memo: dict[str, Any] = field(factory=dict)
@@ -55,6 +56,12 @@ class Bucket:
         if self.original is None:
             self.original = sum(map(ORIGINAL, self.items))
         return self.original
+
+    def cost(self) -> int:
+        """What all its items cost kept whole (summed once)."""
+        if self.whole is None:
+            self.whole = sum(self.shape()[1])
+        return self.whole
 
     def shape(self) -> tuple[list[list[Item]], list[int]]:
         """The history groups of the bucket's items and what each costs kept whole."""

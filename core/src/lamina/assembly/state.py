@@ -135,6 +135,9 @@ class Cut:
     marking: bool = False
     gaps: list[tuple[int, Item]] = field(factory=list)
     kept_cost: int = 0
+    #: What the strategy was asked (target, protected groups, marker tokens, strategy): the
+    #: same question on the same groups gets the same answer.
+    asked: tuple[Any, ...] = ()
     markers: list[Item] = field(factory=list)
     #: What the kept history renders to under this cut (its items, markers in place; their
     #: messages, hash input, cost and reports), made once and reused while it holds.
