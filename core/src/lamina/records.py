@@ -165,7 +165,8 @@ class FitStrategy:
     ``select(sizes, budget, protected, marker_tokens)`` gets each group's tokens oldest first,
     the tokens the history may use, how many of the newest groups must stay, and what one
     gap marker costs; it returns the groups to keep (the kernel puts a marker in each gap when
-    ``marks_gaps``), or raises ``BudgetError`` to refuse.
+    ``marks_gaps``), or raises ``BudgetError`` to refuse. It must depend on its arguments
+    only: asked the same about the same history, the kernel reuses its last answer.
     """
 
     name: str
