@@ -56,7 +56,9 @@ def steps(draw):
     ops = draw(
         st.lists(
             st.tuples(
-                st.sampled_from(["same", "grow", "grow2", "compact", "edit", "memory"]),
+                st.sampled_from(
+                    ["same", "grow", "grow2", "grow", "extend", "compact", "edit", "memory"]
+                ),
                 st.sampled_from([None, 300, 500, 700, 900, 1400, 2500]),
                 st.sampled_from([{}, {"minimum_recent": 0}, {"strategy": "rollingWindow"}]),
                 st.sampled_from(["a", "a", "b"]),
@@ -94,6 +96,17 @@ def test_a_warm_assembler_gives_what_a_fresh_one_gives(case):
         elif op == "grow2":
             history = history + _turn(turns, 30, False) + _turn(turns + 1, 25, True)
             turns += 2
+        elif op == "extend" and history:  # the last turn goes on (a tool result, a reply)
+            last = history[-1]
+            more = Block.text(
+                f"{last.id}+{turns}",
+                "session",
+                words(25 + seed % 50, turns),
+                role="user",
+                group=last.group,
+            )
+            history = [*history, more]
+            turns += 1
         elif op == "compact" and len(history) > 4:
             summary = Block.text(f"sum{turns}", "session", words(12, turns), role="user")
             history = [summary, *history[len(history) // 2 :]]
@@ -276,3 +289,46 @@ def test_a_verbose_report_from_config_or_for_one_call():
         assert len(gone) == summed.dropped[0].blocks
         assert (gone[0], gone[-1]) == (summed.dropped[0].first_id, summed.dropped[0].last_id)
     assert loud.assemble(request, verbose_report=False).report.verbose is False
+
+
+def test_a_growing_session_is_cut_like_a_fresh_one_turn_after_turn():
+    """Turn after turn (a new turn, or the last one going on with longer and longer
+    messages), under budgets that cut the oldest, the middle or, with nothing protected, the
+    newest turn: each assembly equals a fresh assembler's."""
+    for strategy, minimum, max_tokens, tools in (
+        ("rollingWindow", 1, 1500, True),
+        ("truncateMiddle", 2, 1800, True),
+        ("rollingWindow", 0, 700, False),  # the newest turn outgrows the budget, and grows
+        ("truncateMiddle", 0, 600, False),
+    ):
+        pool = [b for n in range(60) for b in _turn(n, 25 + n % 9 * 8, tools and n % 5 == 2)]
+        config = {"model": "gpt-4o", "fit": {"strategy": strategy, "minimum_recent": minimum}}
+        current: dict[str, list[Block]] = {"blocks": pool[:10]}
+        warm = make_assembler(
+            config,
+            plugins=[("fixture", StaticProvider(lambda ctx, now=current: now["blocks"]))],
+        )
+        history = list(pool[:10])
+        for step in range(40):
+            if step % 5 in (2, 3, 4):  # the last turn goes on
+                last = history[-1]
+                text = words(60 + (step % 5) * 90, step)
+                more = Block.text(
+                    f"{last.id}+{step}", "session", text, role="user", group=last.group
+                )
+                history.append(more)
+            else:
+                history.append(pool[10 + step])
+            current["blocks"] = list(history)
+            fresh = make_assembler(config, plugins=[("fixture", StaticProvider(list(history)))])
+            request = warm.request("q", max_tokens=max_tokens)
+            got = []
+            for assembler in (warm, fresh):
+                try:  # every other step verbose: each block's own status shows
+                    got.append(assembler.assemble(request, verbose_report=step % 2 == 1))
+                except BudgetError as exc:
+                    got.append(str(exc))
+            if isinstance(got[0], str) or isinstance(got[1], str):
+                assert got[0] == got[1], (strategy, minimum, step)
+            else:
+                _same(*got)

@@ -17,7 +17,7 @@ __all__ = ["rolling_window", "stop_at_limit", "truncate_middle"]
 
 def _check(sizes: Sequence[int], budget: int, protected: int, marker_tokens: int) -> int:
     """Validate the inputs and return how many of the newest groups are protected."""
-    if marker_tokens < 0 or any(size < 0 for size in sizes):
+    if marker_tokens < 0 or min(sizes, default=0) < 0:
         raise ValueError("group sizes and marker_tokens must be non-negative")
     return min(max(protected, 0), len(sizes))
 

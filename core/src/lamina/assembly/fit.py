@@ -50,7 +50,7 @@ class Fitter(Cutter):
             return before - item.tokens
         item.drop(item.reason or "over budget; lowest priority in its layer")
         self.touch(item)
-        self.cuts.append(Cut(layer=item.spec.name, items=[item], original=item.original_tokens))
+        self.cuts.append(Cut.of(item))
         return before
 
     def truncate_to(self, item: Item, limit: int) -> bool:

@@ -90,6 +90,7 @@ class Gatherer:
                     done[position] = exc
         seen: list[tuple[str, set[str]]] = []
         checked: dict[int, Checked] = {}
+        memos, layout.checked = layout.checked, {}  # an assembly that fails keeps none
         for position, item in enumerate(providers):
             provider: LayerProvider = item.record
             limit = provider.timeout or self.config.plugins.timeout
@@ -113,7 +114,7 @@ class Gatherer:
                     raise
                 _failed(item, f"raised {type(exc).__name__}: {exc}", exc, state.warnings)
                 continue
-            memo = self._check(provider, blocks, seen, layout.checked.get(position))
+            memo = self._check(provider, blocks, seen, memos.get(position))
             if isinstance(memo, str):
                 _failed(item, memo, None, state.warnings)
                 continue
@@ -189,7 +190,8 @@ class Gatherer:
                         return f"yielded block id {first!r} twice (first from {plugin!r})"
                 if len(blocks) == n:
                     return memo
-                known, ids, session = n, set(memo.ids), memo.session
+                # The memo is replaced by what this returns: its id set can grow in place.
+                known, ids, session = n, memo.ids, memo.session
         for block in blocks[known:]:
             if not isinstance(block, Block):
                 return f"yielded {type(block).__name__}, expected Block"

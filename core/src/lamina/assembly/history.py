@@ -16,9 +16,10 @@ from typing import Any
 
 from attrs import define, field
 
+from lamina.assembly.cut import full, shifted
 from lamina.assembly.layout import Bucket, merged_shape
 from lamina.assembly.measure import Measurer
-from lamina.assembly.state import ORIGINAL, Cut, InFlight, Item, order_key, total
+from lamina.assembly.state import Cut, InFlight, Item, order_key, total
 from lamina.errors import BudgetError
 from lamina.records import FitStrategy, Tokenizer
 
@@ -69,7 +70,7 @@ class Cutter:
         """Put back the items of the previous call's cut this call did not make again."""
         stale, self.stale = self.stale, None
         if stale is not None:
-            for item in stale.items:
+            for item in stale.members():
                 item.reset()
 
     def groups(self, items: Sequence[Item]) -> tuple[list[list[Item]], list[int]]:
@@ -150,24 +151,36 @@ class Cutter:
             keep, marking = stale.keep, stale.marking  # the strategy's answer, last call
         else:
             keep, marking = self._select(groups, sizes, target, protected, marker_tokens)
+        name, layer = self.strategy.name, items[0].spec.name
+        if len(set(keep)) >= len(groups):  # the strategy kept everything: nothing to cut
+            self.resolve()
+            return
         if (
             pristine
             and stale is not None
             and stale.groups is groups
             and stale.keep == keep
-            and stale.strategy == self.strategy.name
+            and stale.strategy == name
             and stale.marking == marking
         ):
             cut, self.stale = stale, None  # the same cut: its items are dropped already
         else:
-            self.resolve()
-            cut = self._drop(items[0].spec.name, groups, keep, marking)
+            made = None
+            if pristine and stale is not None and self.history is not None:
+                totals = (len(items), sum(b.original_tokens() for b in self.history))
+                made = shifted(stale, layer, groups, keep, name, marking, totals)
+            if made is None:
+                self.resolve()
+                made = full(layer, groups, keep, name, marking)
+            else:
+                self.stale = None  # its items are this cut's now
+            cut = made
             cut.kept_cost = sum(sizes[n] for n in keep)
             cut.asked = asked
         if pristine:
             self.cut = cut  # its items stay dropped when the call ends
         else:
-            self.touched.extend(cut.items)
+            self.touched.extend(cut.members())
         self.cuts.append(cut)
         if cut.marking:
             if len(cut.markers) != len(cut.gaps):
@@ -203,42 +216,6 @@ class Cutter:
                 overage=exc.overage,
                 available=exc.available,
             ) from exc
-
-    def _drop(
-        self, layer: str, groups: list[list[Item]], keep: tuple[int, ...], marking: bool
-    ) -> Cut:
-        name = self.strategy.name
-        reason = f"history cut by {name}"
-        kept = set(keep)
-        dropped: list[Item] = []
-        gaps: list[tuple[int, Item]] = []
-        gap: list[Item] = []
-        for n, group in enumerate(groups):
-            if n in kept:
-                if gap:
-                    gaps.append((len(gap), group[0]))
-                    dropped += gap
-                    gap = []
-                continue
-            for item in group:
-                item.status = "dropped"
-                item.strategy = name
-                item.reason = reason
-                item.tokens = item.framing = 0
-            gap += group
-        if gap:
-            gaps.append((len(gap), gap[-1]))
-            dropped += gap
-        return Cut(
-            layer=layer,
-            items=dropped,
-            original=sum(map(ORIGINAL, dropped)),
-            groups=groups,
-            keep=keep,
-            strategy=name,
-            marking=marking,
-            gaps=gaps,
-        )
 
 
 def _would_go(groups: list[list[Item]], sizes: list[int], target: int, protected: int) -> str:

@@ -47,20 +47,29 @@ class Bucket:
     indexed: int = 0  # how many of its items carry index offset + position
     original: int | None = None  # its items' original tokens, once summed
     whole: int | None = None  # what its items cost kept whole, once summed
+    start: int = 0  # how many of its items it has from its parent
+    inherited: tuple[int | None, int | None] = (None, None)  # the parent's two sums
     #: What its items render to while history is exactly this bucket, untouched (see
     #: ``Cut.memo``).
     memo: dict[str, Any] = field(factory=dict)
 
     def original_tokens(self) -> int:
-        """What the bucket's items held as measured (summed once)."""
+        """What the bucket's items held as measured (summed once; a grown bucket adds its new
+        items to what its parent had summed)."""
         if self.original is None:
-            self.original = sum(map(ORIGINAL, self.items))
+            base, start = self.inherited[0], self.start
+            if base is None:
+                base, start = 0, 0
+            self.original = base + sum(map(ORIGINAL, self.items[start:]))
         return self.original
 
     def cost(self) -> int:
-        """What all its items cost kept whole (summed once)."""
+        """What all its items cost kept whole (summed once, as ``original_tokens``)."""
         if self.whole is None:
-            self.whole = sum(self.shape()[1])
+            base, start = self.inherited[1], self.start
+            if base is None:
+                base, start = 0, 0
+            self.whole = base + sum(i.original_tokens + i.charge for i in self.items[start:])
         return self.whole
 
     def shape(self) -> tuple[list[list[Item]], list[int]]:
@@ -158,6 +167,8 @@ def _buckets(items: list[Item], parents: dict[int, Bucket] | None = None) -> dic
                 parent=parent,
                 offset=parent.offset,
                 indexed=parent.indexed,
+                start=len(parent.items),
+                inherited=(parent.original, parent.whole),
             )
         out[order] = bucket
     return dict(sorted(out.items()))

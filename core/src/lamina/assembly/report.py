@@ -163,14 +163,14 @@ def _dropped_reports(state: InFlight, rules: Rules) -> tuple[DroppedReport, ...]
     out = []
     for name in sorted(by_layer, key=lambda n: rules.registry.layer(n).order):
         cuts = by_layer[name]
-        first = min((c.items[0] for c in cuts), key=_at)
-        last = max((c.items[-1] for c in cuts), key=_at)
-        reasons = dict.fromkeys(c.items[0].reason or "" for c in cuts)
+        first = min((c.first for c in cuts), key=_at)
+        last = max((c.last for c in cuts), key=_at)
+        reasons = dict.fromkeys(c.first.reason or "" for c in cuts)
         out.append(
             DroppedReport(
                 layer=name,
                 placement=first.placement,
-                blocks=sum(len(c.items) for c in cuts),
+                blocks=sum(c.count for c in cuts),
                 original_tokens=sum(c.original for c in cuts),
                 first_id=first.block.id,
                 last_id=last.block.id,

@@ -121,14 +121,19 @@ def order_key(item: Item) -> tuple[int, int]:
 
 @define(kw_only=True, eq=False)
 class Cut:
-    """Items of one layer fitting dropped together, with the tokens they held. A history cut
-    made on the pristine groups also records them, the groups kept, the strategy, whether
-    gaps were marked and each gap (its size, and the item whose index its marker takes), so
-    the next call that cuts the same way leaves its items as they are (see ``layout``)."""
+    """Items of one layer fitting dropped together: how many, the tokens they held, the first
+    and last (in output order). A history cut made on the pristine groups also records them,
+    the groups kept, the strategy, whether gaps were marked and each gap (its size, and the
+    item whose index its marker takes), so the next call that cuts the same way, or a little
+    further on, changes only what differs (see ``cut``)."""
 
     layer: str
-    items: list[Item]
+    count: int
     original: int
+    first: Item
+    last: Item
+    #: The dropped items in order (made from ``groups`` and ``keep`` when first asked for).
+    items: list[Item] | None = None
     groups: list[list[Item]] | None = None
     keep: tuple[int, ...] = ()
     strategy: str = ""
@@ -142,6 +147,25 @@ class Cut:
     #: What the kept history renders to under this cut (its items, markers in place; their
     #: messages, hash input, cost and reports), made once and reused while it holds.
     memo: dict[str, Any] = field(factory=dict)
+
+    @classmethod
+    def of(cls, item: Item) -> Cut:
+        """One dropped block."""
+        return cls(
+            layer=item.spec.name,
+            count=1,
+            original=item.original_tokens,
+            first=item,
+            last=item,
+            items=[item],
+        )
+
+    def members(self) -> list[Item]:
+        """Every dropped item, in order."""
+        if self.items is None:
+            kept, groups = set(self.keep), self.groups or []
+            self.items = [i for n, g in enumerate(groups) if n not in kept for i in g]
+        return self.items
 
 
 @define(kw_only=True, eq=False)
