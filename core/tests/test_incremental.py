@@ -332,3 +332,22 @@ def test_a_growing_session_is_cut_like_a_fresh_one_turn_after_turn():
                 assert got[0] == got[1], (strategy, minimum, step)
             else:
                 _same(*got)
+
+
+def test_the_same_event_gives_the_same_blocks_and_another_event_new_ones():
+    """The event provider is a function of the event, the role and the time: asked again
+    with the same ones it returns the same block objects (which the kernel does not measure
+    again); anything else is built afresh."""
+    from lamina.builtins import event_plugin
+
+    a = make_assembler({"model": "gpt-4o"})
+    request = a.request("hello")
+    first = a.assemble(request)
+    blocks = event_plugin._last[1] if event_plugin._last else []
+    again = a.assemble(request)
+    assert event_plugin._last is not None and event_plugin._last[1] is blocks
+    _same(first, again)
+    other = a.assemble(a.request("hello", role="manager", platform="slack"))
+    assert event_plugin._last[1] is not blocks
+    assert "Platform: slack" in other.current_message.text
+    assert "Platform" not in a.assemble(request).current_message.text
