@@ -206,6 +206,48 @@ class LangChainRunner:
         self.warm.append(ms)
 
 
+def growing(
+    history: Sequence[tuple[str, str]],
+    sizes: Sequence[int],
+    budget: int,
+    start: int,
+    turns: int,
+) -> dict[str, list[float]]:
+    """Each round the session gains one turn (two messages) and both systems trim it: Lamina
+    with a new event each call on one Assembler, LangChain with precomputed counts. Lamina has
+    counted every message once beforehand (untimed), as a ledger stores each message's exact
+    count: neither system tokenizes history while timed."""
+    blocks = lamina_blocks(history)
+    shown = {"blocks": blocks}
+    asm = make_assembler(
+        lamina_config(budget, "rollingWindow"),
+        plugins=[("bench-history", StaticProvider(lambda ctx: shown["blocks"], name="bench"))],
+    )
+    asm.assemble(asm.request(CURRENT_MESSAGE))  # every message counted once, as the peer's are
+    shown["blocks"] = blocks[:start]
+    asm.assemble(asm.request(CURRENT_MESSAGE))
+    messages = langchain_messages(history)
+    known = dict(zip((text for _, text in history), sizes, strict=True))
+
+    def count(batch: list[BaseMessage]) -> int:
+        return sum(known[m.content] for m in batch)  # type: ignore[index]
+
+    out: dict[str, list[float]] = {"Lamina (rollingWindow)": [], "LangChain, precomputed": []}
+    for turn in range(turns):
+        end = start + 2 * (turn + 1)
+        shown["blocks"] = blocks[:end]
+        request = asm.request(f"{CURRENT_MESSAGE} ({turn})")
+        ms, ctx = timed(lambda: asm.assemble(request))  # noqa: B023 - called at once
+        if ctx.token_budget.used.total > budget:
+            raise SystemExit(f"ERROR: Lamina used {ctx.token_budget.used.total} > {budget}")
+        out["Lamina (rollingWindow)"].append(ms)
+        batch = messages[:end]
+        ms, _ = timed(lambda: trim(batch, budget, count))  # noqa: B023 - called at once
+        out["LangChain, precomputed"].append(ms)
+    asm.close()
+    return out
+
+
 # -- report ----------------------------------------------------------------------------------
 
 
@@ -228,12 +270,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="time only Lamina's warm assembly and trim_messages with precomputed counts",
     )
+    parser.add_argument(
+        "--grow",
+        type=int,
+        default=0,
+        metavar="TURNS",
+        help="instead: a session of --messages gaining one turn per call, TURNS calls",
+    )
     args = parser.parse_args(argv)
     budget, repeat, cold = args.budget, args.repeat, not args.warm_only
 
     enc = load_encoding(ENCODING)  # loaded once, before any timing, for both systems
-    history = build_history(args.messages)
+    history = build_history(args.messages + 2 * args.grow)
     sizes = [len(enc.encode(text, disallowed_special=())) for _, text in history]
+    if args.grow:
+        print(
+            f"a session of {args.messages} messages gaining one turn per call, {args.grow} "
+            f"calls; budget {budget:,}; Python {platform.python_version()}, "
+            f"{os.cpu_count()} CPUs"
+        )
+        runs = growing(history, sizes, budget, args.messages, args.grow)
+        peer = statistics.median(runs["LangChain, precomputed"])
+        for label, times in runs.items():
+            median, low = stats(times)
+            print(
+                f"{label:<28} median {median:.3f}ms (min {low:.3f}ms) "
+                f"{median / peer:.2f}x the precomputed peer"
+            )
+        return 0
     blocks = lamina_blocks(history)
     counter = make_counter(enc)
 

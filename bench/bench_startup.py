@@ -13,9 +13,11 @@ Processes run as an installed Lamina does: with bytecode caches (written under a
 ``PYTHONPYCACHEPREFIX``, so the tree stays clean; ``--no-bytecode`` measures without them) and
 with Lamina's own caches (the tiktoken ranks, the models index) in a temporary
 ``LAMINA_CACHE_DIR``, built by one untimed warm-up run. ``--importtime`` prints what
-``lamina assemble`` imports, heaviest first (``python -X importtime``), after the timings.
+``lamina assemble`` imports, heaviest first (``python -X importtime``), after the timings;
+``--stages`` times the steps of one start from inside the process (imports, plugins, model
+info, tokenizer, assembly, output).
 
-Run: ``.venv/bin/python bench/bench_startup.py [--repeat 10] [--importtime]``
+Run: ``.venv/bin/python bench/bench_startup.py [--repeat 10] [--stages] [--importtime]``
 Times are wall clock per process (``time.perf_counter`` around ``subprocess.run``); medians
 and minimums over the rounds.
 """
@@ -98,22 +100,81 @@ def importtime(args: Sequence[str], env: dict[str, str], top: int = 25) -> list[
     return lines
 
 
+#: One start-up split into stages, timed inside the process (the same steps ``lamina
+#: assemble`` takes, in order); prints the milliseconds of each, space-separated.
+STAGES_SCRIPT = """
+import sys, time
+config, message = sys.argv[1], sys.argv[2]
+t = [time.perf_counter()]
+import click, lamina.cli
+t.append(time.perf_counter())
+from lamina.assembly.engine import Assembler
+t.append(time.perf_counter())
+from lamina.config import load_config
+cfg = load_config(config)
+assembler = Assembler(cfg)
+t.append(time.perf_counter())
+info, _ = assembler.host.model_info(cfg.model)
+t.append(time.perf_counter())
+assembler.model(cfg.model)
+t.append(time.perf_counter())
+from datetime import datetime
+ctx = assembler.assemble(assembler.request(message, time=datetime.fromisoformat(sys.argv[3])))
+t.append(time.perf_counter())
+from lamina.reporting import dump_yaml, render_text, report_document
+out = render_text(ctx) + dump_yaml(report_document(ctx))
+t.append(time.perf_counter())
+print(" ".join(f"{1000 * (b - a):.2f}" for a, b in zip(t, t[1:])))
+"""
+STAGES = (
+    "click and lamina.cli",
+    "the kernel (lamina.assembly.engine)",
+    "config and plugins (entry points, imports, settings)",
+    "model info (the models catalog)",
+    "tokenizer (tiktoken's o200k_base)",
+    "the assembly (providers included)",
+    "text and YAML report",
+)
+
+
+def stages(config: Path, env: dict[str, str], repeat: int) -> list[str]:
+    """Medians of each stage over ``repeat`` fresh processes."""
+    runs = []
+    for _ in range(repeat):
+        done = subprocess.run(
+            [sys.executable, "-c", STAGES_SCRIPT, str(config), MESSAGE, TIME],
+            capture_output=True,
+            env=env,
+            text=True,
+            check=True,
+        )
+        runs.append([float(x) for x in done.stdout.split()])
+    medians = [statistics.median(col) for col in zip(*runs, strict=True)]
+    lines = [f"stages inside one start (medians of {repeat} processes):"]
+    lines += [f"  {ms:7.1f} ms  {name}" for name, ms in zip(STAGES, medians, strict=True)]
+    lines.append(f"  {sum(medians):7.1f} ms  in all (the interpreter's own start not included)")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--no-bytecode", action="store_true", help="run without .pyc caches")
     parser.add_argument("--importtime", action="store_true", help="print what assemble imports")
+    parser.add_argument("--stages", action="store_true", help="time the stages of one start")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="lamina-startup-") as tmp:
         folder = Path(tmp)
         env = {**os.environ, "LAMINA_CACHE_DIR": str(folder / "cache")}
         env.pop("LAMINA_DEBUG", None)
+        # Bytecode is read from and written to a folder of its own (empty, and never written,
+        # with --no-bytecode), whatever caches the tree holds.
+        env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
         if args.no_bytecode:
             env["PYTHONDONTWRITEBYTECODE"] = "1"
         else:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
-            env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
         config = workspace(folder, env)
         lamina = lamina_command()
         commands = {
@@ -150,6 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, times in samples.items():
             median = statistics.median(times)
             print(f"{name:<18} {median:>8.1f}ms {min(times):>8.1f}ms {median / floor:>13.1f}x")
+        if args.stages:
+            print()
+            print("\n".join(stages(config, env, args.repeat)))
         if args.importtime:
             print()
             print("\n".join(importtime(commands["lamina assemble"], env)))

