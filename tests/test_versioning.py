@@ -17,6 +17,7 @@ import lamina.hookspecs
 from lamina import Tool
 from lamina.testing import make_assembler, make_plugin_manager
 
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "lamina_v01_plugin.py"
 
 #: Lamina 0.1's hook specs as published: arguments and firstresult (written down by hand).
@@ -122,6 +123,20 @@ def test_spec_keeps_its_0_1_arguments_and_kind(hook):
 def test_0_1_public_names_are_still_exported():
     missing = [n for n in V0_1_EXPORTS if n not in lamina.__all__ or not hasattr(lamina, n)]
     assert not missing
+
+
+def _added_in_0_2() -> str:
+    text = (ROOT / "docs" / "versioning.md").read_text(encoding="utf-8")
+    return text.split("## Added in 0.2", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_name_and_hook_added_since_0_1_is_documented():
+    section = _added_in_0_2()
+    added = sorted(set(lamina.__all__) - set(V0_1_EXPORTS)) + sorted(
+        set(current_specs()) - set(V0_1_SPECS)
+    )
+    undocumented = [n for n in added if f"`{n}`" not in section]
+    assert not undocumented, f"add these to docs/versioning.md 'Added in 0.2': {undocumented}"
 
 
 def test_0_1_plugin_validates_against_the_current_specs():

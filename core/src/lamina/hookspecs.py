@@ -295,7 +295,10 @@ def lamina_session_stores(config: LaminaConfig, settings: Any) -> Iterable[Sessi
 
     Each callable takes the ``Assembler`` first; keep per-assembler state (open connections)
     keyed by it, and release it in ``close``. A session the store does not know raises
-    ``LookupError``.
+    ``LookupError``. The optional ``turn_stats`` (statistics turn by turn, JSON-ready) and
+    ``stats_page`` (one self-contained HTML page) back ``GET /v1/sessions/{label}/stats``'s
+    ``per_turn=true`` and ``format=html``; without them those requests get a 400 naming the
+    missing field.
 
     Example::
 
