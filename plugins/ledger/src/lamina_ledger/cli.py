@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from lamina import config_option
+
 if TYPE_CHECKING:
     from lamina_ledger.ledger import Ledger
 
@@ -36,9 +38,6 @@ def _open(config_path: str | None, database: str | None, *, readonly: bool) -> L
         sys.exit(exc.exit_code)
 
 
-_config = click.option(
-    "--config", "-c", "config_path", type=click.Path(dir_okay=False), help="lamina.toml."
-)
 _database = click.option(
     "--database", "-d", help="SQLite file or postgresql:// URL (default: from config)."
 )
@@ -56,7 +55,7 @@ def ledger_group() -> None:
 @click.option(
     "--html", "as_html", is_flag=True, help="Write one self-contained HTML page with charts."
 )
-@_config
+@config_option
 @_database
 def stats(
     session: str,
@@ -97,7 +96,7 @@ def stats(
 @ledger_group.command("import")
 @click.argument("transcript", type=click.Path(exists=True, dir_okay=False))
 @click.option("--session", "-s", required=True, help="Label of the new session.")
-@_config
+@config_option
 @_database
 def import_cmd(
     transcript: str, session: str, config_path: str | None, database: str | None
