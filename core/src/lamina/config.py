@@ -161,7 +161,12 @@ def _unique_block_ids(_inst: object, _attr: object, blocks: tuple[StaticBlockCon
 class ToolResultsConfig:
     """Caps on single tool results, applied before anything else is cut (inside protected
     turns too): a result over its cap keeps its head and tail around ``marker``. The cap is
-    ``per_tool[name]``, else ``max_tokens``, else ``share`` of the available budget."""
+    ``per_tool[name]``, else ``max_tokens``, else ``share`` of the available budget.
+
+    Context editing: with ``stub_after = N`` (0: off), a result over ``stub_over`` tokens in
+    a history turn older than the newest N is replaced by the one line ``stub``. Results
+    are stubbed N turns at a time (a turn's results go once N to 2N - 1 newer turns follow),
+    so the request's start changes once every N turns, not every turn."""
 
     max_tokens: int | None = field(default=None, validator=validators.optional(validators.gt(0)))
     share: float = field(default=0.25, validator=[validators.gt(0.0), validators.le(1.0)])
@@ -173,8 +178,19 @@ class ToolResultsConfig:
         ),
         validator=_template("omitted", "total", "tool", "call_id"),
     )
+    stub_after: int = field(default=0, validator=validators.ge(0))
+    stub_over: int = field(default=100, validator=validators.ge(0))
+    stub: str = field(
+        default=(
+            "[{tool} result cleared from the context: {tokens} tokens, call {call_id} "
+            "{arguments}; call the tool again to see it]"
+        ),
+        validator=_template("tool", "call_id", "tokens", "arguments"),
+    )
 
     def __attrs_post_init__(self) -> None:
+        if "\n" in self.stub:
+            raise ValueError("'stub' must be one line (no newline)")
         for name, cap in self.per_tool.items():
             if cap <= 0:
                 raise ValueError(f"'per_tool' cap for {name!r} must be > 0, got {cap}")

@@ -28,7 +28,7 @@ from lamina.assembly.plan import plan
 from lamina.assembly.report import report
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import InFlight, Progress, ResolvedModel
-from lamina.assembly.tool_results import cap_tool_results
+from lamina.assembly.tool_results import edit_tool_results
 from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, load_config
 from lamina.errors import BudgetError, ConfigError, PluginError
@@ -298,20 +298,8 @@ class Assembler:
         return evolve(context, report=timed)
 
     def _cap_tool_results(self, state: InFlight, measurer: Measurer, fitter: Fitter) -> None:
-        """Cap tool results over their limit: only the history items holding tool calls or
-        results are looked at, and only when one of them holds more than the smallest cap
-        (a result cannot count more than its message). What was capped is put back when
-        the call ends."""
-        cfg = self.config.tool_results
-        default = cfg.max_tokens or max(1, int(cfg.share * state.budget.available))
-        floor = min([default, *cfg.per_tool.values()])
-        if not any(i.original_tokens > floor for i in state.tool_items):
-            return
-        fitter.resolve()  # the previous call's cut may hold some of them
-        cap_tool_results(evolve(state, items=state.tool_items), measurer, cfg)
-        for item in state.tool_items:
-            if not item.pristine:
-                fitter.touch(item)
+        """Stub old tool results and cap big ones (``lamina.assembly.tool_results``)."""
+        edit_tool_results(state, measurer, fitter, self.config.tool_results)
 
     def _innermost(self, call: AssemblyCall) -> AssembledContext:
         """The pipeline as the innermost ``lamina_wrap_assembly``."""
