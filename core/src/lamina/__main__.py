@@ -1,5 +1,5 @@
 """``python -m lamina``: the command line."""
 
-from lamina.cli import main
+from lamina.cli import run
 
-main()
+run()

@@ -9,12 +9,11 @@ without its ``sdk`` extra installed still builds payloads.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve, frozen
 
@@ -22,6 +21,9 @@ from lamina.adapters.wire import json_safe
 from lamina.errors import PluginError
 from lamina.model import AgentResult, AssembledContext, Message
 from lamina.records import Adapter
+
+if TYPE_CHECKING:  # asyncio (with ssl and socket) loads only when asend runs
+    import asyncio
 
 
 class SendError(PluginError):
@@ -129,6 +131,8 @@ class _Clients:
             return self.sync
 
     def aget(self) -> Any:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         with self.lock:
             found = self.loops.get(loop)
