@@ -102,16 +102,16 @@ def test_password_is_redacted() -> None:
 def test_dense_search_uses_pgvector_and_agrees_with_the_in_memory_matrix(
     db_url: str, make: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lamina_memory.store import SQLStore
+    from lamina_memory.pgsearch import ChunkSearch
 
     calls: list[int] = []
-    real = SQLStore.nearest
+    real = ChunkSearch.dense
 
-    def spy(self: SQLStore, vector: Any, k: int) -> list[tuple[str, float]]:
-        calls.append(k)
-        return real(self, vector, k)
+    def spy(self: ChunkSearch, vector: Any, **kw: Any) -> Any:
+        calls.append(kw["limit"])
+        return real(self, vector, **kw)
 
-    monkeypatch.setattr(SQLStore, "nearest", spy)
+    monkeypatch.setattr(ChunkSearch, "dense", spy)
     chunks = [
         Chunk(id="c1", text="the car is parked in bay four"),  # no word in common with the ask
         Chunk(id="c2", text="lunch is served at noon"),
@@ -154,13 +154,18 @@ def test_vectors_travel_in_binary(db_url: str, monkeypatch: pytest.MonkeyPatch) 
     from lamina_memory.db import Database
 
     sent: list[tuple[str, tuple[Any, ...]]] = []
-    real = Database.execute
+    real, real_many = Database.execute, Database.many
 
     def spy(self: Database, text: str, params: Any = ()) -> Any:
         sent.append((text, tuple(params)))
         return real(self, text, params)
 
+    def spy_many(self: Database, text: str, rows: Any) -> None:
+        sent.extend((text, tuple(r)) for r in rows)
+        real_many(self, text, rows)
+
     monkeypatch.setattr(Database, "execute", spy)
+    monkeypatch.setattr(Database, "many", spy_many)
     store = open_store(db_url)
     store.add([Chunk(id="c1", text="alpha", embedding=(0.25, 0.5, 1.0))])
     assert [i for i, _ in store.nearest((0.25, 0.5, 1.0), 1)] == ["c1"]

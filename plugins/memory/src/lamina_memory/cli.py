@@ -28,7 +28,29 @@ def _service(config_path: str | None) -> MemoryService:
     if "memory" not in config.sections:
         raise LaminaError(f"{config.where}: no [plugins.memory] section")
     settings = structure(config.sections["memory"], Settings, file=config.path)
-    return MemoryService(settings, config)
+    svc = MemoryService(settings, config)
+    svc.index_progress = IndexProgress()
+    return svc
+
+
+class IndexProgress:
+    """The full-text index build's progress line (``lamina.progress``: chunks analysed of the
+    store's), drawn only once a build starts and only on a terminal; ``close`` ends it."""
+
+    def __init__(self) -> None:
+        self.bar: Progress | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = progress("memory index", total=total, unit="chunks", show=interactive())
+        self.bar.update(done, total=total)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 _config_option = click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False))
@@ -81,6 +103,32 @@ def import_cmd(config_path: str | None, files: tuple[str, ...]) -> None:
         _fail(exc)
 
 
+@memory_group.command("reindex")
+@_config_option
+def reindex(config_path: str | None) -> None:
+    """Rebuild a PostgreSQL store's full-text column and indexes: every chunk's text analysed
+    again (in batches, never all in memory), the terms counted again, the GIN and HNSW
+    indexes rebuilt; a terminal shows the progress. (An SQLite store has nothing to rebuild:
+    its BM25 index is built in memory.)"""
+    try:
+        svc = _service(config_path)
+        try:
+            store = svc.store
+            if not store.searches_chunks:
+                click.echo(f"{store.name}: nothing to rebuild (BM25 is built in memory)")
+                return
+            bar = IndexProgress()
+            try:
+                total = store.reindex(bar)
+            finally:
+                bar.close()
+            click.echo(f"{store.name}: reindexed {total} chunks")
+        finally:
+            svc.close()
+    except LaminaError as exc:
+        _fail(exc)
+
+
 @memory_group.command("stats")
 @_config_option
 def stats(config_path: str | None) -> None:
@@ -91,7 +139,7 @@ def stats(config_path: str | None) -> None:
             store = svc.store
             counts = {
                 "events": len(store.events()),
-                "chunks": len(store.chunks()),
+                "chunks": store.count(),
                 "entities": len(store.entities()),
                 "relations": len(store.relations()),
                 "patterns": len(store.patterns()),

@@ -105,6 +105,17 @@ class Database:
             return cur
         return self.conn.execute(text, tuple(params))
 
+    def many(self, text: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each of ``rows`` (batched by the driver: psycopg pipelines
+        them on PostgreSQL)."""
+        if not rows:
+            return
+        if self.dialect == "postgres":
+            cur = self.conn.cursor()
+            cur.executemany(text.replace("?b", "%b").replace("?", "%s"), [tuple(r) for r in rows])
+            return
+        self.conn.executemany(text, [tuple(r) for r in rows])
+
     def rows(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.execute(text, params).fetchall()]
 

@@ -210,8 +210,12 @@ class Snapshot:
         entities: list[Entity],
         relations: list[Relation],
         patterns: list[Pattern],
+        chunks_in_store: bool = False,
     ) -> None:
         self.version = version
+        #: The store searches the chunks itself (PostgreSQL): this snapshot holds none, and
+        #: chunks written through the service only move its version.
+        self.chunks_in_store = chunks_in_store
         self.events = sorted(events, key=lambda e: (e.time, e.id))
         self.index = ChunkIndex(chunks)
         self.entities = entities
@@ -240,7 +244,8 @@ class Snapshot:
     def fold(self, chunks: Sequence[Chunk], version: int) -> None:
         """Write ``chunks`` into the live view (replacing known ids) and move to ``version``."""
         with self._lock:
-            self.index = self.index.folded(chunks)
+            if not self.chunks_in_store:
+                self.index = self.index.folded(chunks)
             self.version = version
 
     @property

@@ -51,6 +51,9 @@ class Query:
     #: The store's own nearest-neighbour search (pgvector), when it has one: ``(vector, k)``
     #: → ``[(chunk id, cosine similarity)]``. Without it, dense search runs over the snapshot.
     nearest: Callable[[Any, int], list[tuple[str, float]]] | None = None
+    #: The store that ranks the chunks itself (PostgreSQL), when it does: the semantic source
+    #: asks it instead of the snapshot, which then holds no chunk.
+    store: Any = None  # store.Store | None
 
 
 def recency(when: datetime | None, now: datetime, half_life_hours: float) -> float:

@@ -165,14 +165,21 @@ class RowMapping:
         )
         return out
 
-    def upsert(self, kind: Kind) -> str:
-        """Insert a row, or replace every field of the row with its id (keeping its ``seq``)."""
+    def upsert(self, kind: Kind, extra: tuple[tuple[str, str], ...] = ()) -> str:
+        """Insert a row, or replace every field of the row with its id (keeping its ``seq``);
+        ``extra``: more columns after the kind's own, each with its placeholder."""
         t = TABLES[kind]
-        cols = [c.name for c in t.columns]
+        cols = [c.name for c in t.columns] + [name for name, _ in extra]
         marks = ", ".join(
-            "?b::vector" if self._pg and c.type == "vector" else "?" for c in t.columns
+            [
+                *("?b::vector" if self._pg and c.type == "vector" else "?" for c in t.columns),
+                *(mark for _, mark in extra),
+            ]
         )
-        sets = ", ".join(f"{c.name} = excluded.{c.name}" for c in t.stored() if c.name != "id")
+        sets = ", ".join(
+            [f"{c.name} = excluded.{c.name}" for c in t.stored() if c.name != "id"]
+            + [f"{name} = excluded.{name}" for name, _ in extra]
+        )
         return (
             f"INSERT INTO {self.table(kind)} ({', '.join(cols)}) VALUES ({marks}) "
             f"ON CONFLICT (id) DO UPDATE SET {sets}"

@@ -1,5 +1,6 @@
 """The semantic source: BM25 over the chunks, fused with dense similarity by reciprocal rank
-fusion when a query vector exists, plus the neighbouring chunks of the best hits."""
+fusion when a query vector exists, plus the neighbouring chunks of the best hits. Over the
+snapshot's chunks in memory, or asked of a store that searches them itself (PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from lamina_memory.blas import one_blas_thread
 from lamina_memory.index import ChunkIndex, Snapshot
+from lamina_memory.pgsearch import Hit
 from lamina_memory.query import SECTIONS, Query, fmt_time, recency
-from lamina_memory.records import Candidate
+from lamina_memory.records import Candidate, Chunk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,6 +62,8 @@ def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
     vector exists, with optional neighbouring chunks of the best hits."""
     import numpy as np
 
+    if q.store is not None:
+        return _in_store(q)
     s, f = q.settings, q.filters
     idx = snap.index  # one view for the whole query, whatever is folded in meanwhile
     chunks = idx.chunks
@@ -88,22 +92,73 @@ def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
                         near = chosen[i] * s.neighbour_weight / d
                         if near > chosen.get(j, 0.0):
                             chosen[j] = near
-    out = []
-    for i, rel in chosen.items():
-        c = chunks[i]
-        text = f"[{fmt_time(c.time)}] {c.text}" if s.show_dates and c.time else c.text
-        out.append(
-            Candidate(
-                key=f"chunk:{c.id}",
-                source="semantic",
-                section=SECTIONS["semantic"],
-                text=text,
-                relevance=rel,
-                recency=recency(c.time, q.now, s.half_life_hours),
-                salience=c.salience,
-                kind="chunk",
-                source_id=c.id,
-                time=c.time,
-            )
+    return [_candidate(chunks[i], rel, q) for i, rel in chosen.items()]
+
+
+def _candidate(c: Chunk | Hit, relevance: float, q: Query) -> Candidate:
+    s = q.settings
+    text = f"[{fmt_time(c.time)}] {c.text}" if s.show_dates and c.time else c.text
+    return Candidate(
+        key=f"chunk:{c.id}",
+        source="semantic",
+        section=SECTIONS["semantic"],
+        text=text,
+        relevance=relevance,
+        recency=recency(c.time, q.now, s.half_life_hours),
+        salience=c.salience,
+        kind="chunk",
+        source_id=c.id,
+        time=c.time,
+    )
+
+
+def _in_store(q: Query) -> list[Candidate]:
+    """The same ranking with the store doing the search (PostgreSQL): its BM25 and HNSW
+    lists, the caller's permissions and filters applied in SQL, fused here by the same
+    reciprocal rank fusion, ties by the chunks' order; neighbours read around the hits."""
+    s, f = q.settings, q.filters
+    vector = q.query_vector if q.query_vector is not None and s.dense_weight > 0 else None
+    lexical, dense = q.store.search_chunks(
+        q.signals.keywords,
+        vector,
+        who=q.who,
+        since=f.since,
+        exclude=f.exclude_ids,
+        limit=s.semantic_limit,
+        overfetch=NEAREST_OVERFETCH,
+    )
+    rows: dict[str, Hit] = {}
+    fused: dict[str, float] = {}
+    for weight, hits in ((1.0, [h for h in lexical if h.score > 0]), (s.dense_weight, dense)):
+        for rank, h in enumerate(hits):
+            rows[h.id] = h
+            fused[h.id] = fused.get(h.id, 0.0) + weight / (s.rrf_k + rank + 1)
+    order = sorted(fused, key=lambda i: (-fused[i], rows[i].seq))[: s.semantic_limit]
+    if not order:
+        return []
+    top = fused[order[0]]
+    chosen: dict[str, float] = {i: fused[i] / top for i in order}
+    if s.neighbours:
+        around = q.store.chunks_around(
+            [rows[i].seq for i in order],
+            s.neighbours,
+            who=q.who,
+            since=f.since,
+            exclude=f.exclude_ids,
         )
-    return out
+        for i in order:
+            hit = rows[i]
+            near = around.get(hit.seq, [])
+            before = sorted((n for n in near if n.seq < hit.seq), key=lambda n: -n.seq)
+            after = sorted((n for n in near if n.seq > hit.seq), key=lambda n: n.seq)
+            for d in range(1, s.neighbours + 1):
+                for side in (before, after):
+                    if len(side) < d:
+                        continue
+                    n = side[d - 1]
+                    if n.visible and n.session == hit.session:
+                        score = chosen[i] * s.neighbour_weight / d
+                        if score > chosen.get(n.id, 0.0):
+                            chosen[n.id] = score
+                            rows.setdefault(n.id, n)
+    return [_candidate(rows[i], rel, q) for i, rel in chosen.items()]

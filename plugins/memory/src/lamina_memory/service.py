@@ -97,6 +97,9 @@ class MemoryService:
         #: Why dense retrieval is off although ``embedder = "auto"`` asked for it (the model is
         #: not installed): one warning in each report.
         self.fallback: str | None = None
+        #: Told (done, total) of the chunks a PostgreSQL store analyses when it opens without
+        #: its full-text column (the CLI draws it through ``lamina.progress``).
+        self.index_progress: Callable[[int, int], None] | None = None
         # Fail early on an unknown embedder name (its model loads on first use).
         if settings.embedder not in (None, *AUTO_OR_OFF) and (
             settings.embedder not in registered_embedders()
@@ -115,7 +118,9 @@ class MemoryService:
     def store(self) -> Store:
         with self._lock:
             if self._store is None:
-                store = self._store = open_store(self.settings.store, root=self.config.root)
+                store = self._store = open_store(
+                    self.settings.store, root=self.config.root, progress=self.index_progress
+                )
                 if self.settings.import_files and store.version() == 0:  # every file, embedded
                     for f in self.settings.import_files:
                         items, _ = self._embedded(load_file(self.config.resolve(f)), True)
@@ -153,7 +158,8 @@ class MemoryService:
                 or snap.version != store.version()
                 or snap.tail_fraction > REBUILD_FRACTION
             ):
-                c = store.contents()
+                in_store = self.chunks_in_store
+                c = store.contents(chunks=not in_store)
                 snap = Snapshot(
                     version=c.version,
                     events=c.events,
@@ -161,16 +167,24 @@ class MemoryService:
                     entities=c.entities,
                     relations=c.relations,
                     patterns=c.patterns,
+                    chunks_in_store=in_store,
                 )
                 self._check_dim(snap)
                 self._snapshot = snap
             return snap
 
+    @property
+    def chunks_in_store(self) -> bool:
+        """Whether the store ranks the chunks (PostgreSQL with ``dense_search = "store"``):
+        then no snapshot holds them."""
+        return self.store.searches_chunks and self.settings.dense_search == "store"
+
     def _check_dim(self, snap: Snapshot) -> None:
         emb = self.embedder
-        if emb is not None and snap.dim is not None and snap.dim != emb.dim:
+        dim = self.store.embedding_dim() if snap.chunks_in_store else snap.dim
+        if emb is not None and dim is not None and dim != emb.dim:
             raise MemoryStoreError(
-                f"memory store {self.store.name!r} holds {snap.dim}-dimensional embeddings, "
+                f"memory store {self.store.name!r} holds {dim}-dimensional embeddings, "
                 f"but embedder {emb.name!r} makes {emb.dim}-dimensional ones"
             )
 
@@ -386,7 +400,7 @@ class MemoryService:
         selection = attrs.evolve(
             selection,
             considered={name: len(cands) for name, cands in found.items()},
-            searched=len(snap.chunks),
+            searched=self.store.count() if snap.chunks_in_store else len(snap.chunks),
         )
         if s.cache_ttl > 0:
             self._cache[key] = (self.clock() + s.cache_ttl, selection)
@@ -423,6 +437,7 @@ class MemoryService:
             settings=s,
             query_vector=vector,
             nearest=store.nearest if store.indexes_vectors and s.dense_search == "store" else None,
+            store=store if snap.chunks_in_store else None,
         )
         enabled = [x for x in s.sources if sources is None or x in sources]
         futures = {name: self._pool.submit(SOURCE_FUNCS[name], snap, q) for name in enabled}

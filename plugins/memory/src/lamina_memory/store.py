@@ -1,13 +1,16 @@
 """Memory stores: one store over a dialect-aware ``Database`` (the embedded SQLite default,
 created on first use, or PostgreSQL with pgvector at scale), and how a URL picks one.
 
-A store holds the five kinds of memory and answers the few reads retrieval needs; retrieval
-itself works on an in-memory ``Snapshot`` rebuilt only when the store's ``version`` moves.
+A store holds the five kinds of memory and answers the few reads retrieval needs. On SQLite,
+retrieval works on an in-memory ``Snapshot`` rebuilt only when the store's ``version`` moves;
+on PostgreSQL the store searches the chunks itself (``pgsearch``: BM25 over a GIN-indexed
+``tsvector``, pgvector's HNSW index) and the snapshot holds no chunk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,6 +19,7 @@ from attrs import frozen
 from lamina import ConfigError
 from lamina_memory.db import Database
 from lamina_memory.errors import MemoryStoreError
+from lamina_memory.pgsearch import Analysed, ChunkSearch, Hit, Progress, analysed
 from lamina_memory.records import (
     KIND_OF,
     Chunk,
@@ -44,6 +48,8 @@ __all__ = [
 SCHEMES = ("sqlite", "postgresql", "postgres", "memory")
 #: Serialises schema creation by concurrent processes on one PostgreSQL database.
 _PG_SCHEMA_LOCK = 7_423_013_003
+#: The columns a PostgreSQL chunk row has beyond the record's: its analysed text.
+_PG_CHUNK_EXTRA = (("lexemes", "?::tsvector"), ("nterms", "?"))
 
 
 @frozen(kw_only=True)
@@ -78,7 +84,36 @@ class Store(Protocol):
 
     def embedding_dim(self) -> int | None: ...
 
-    def contents(self) -> Contents: ...
+    def contents(self, *, chunks: bool = True) -> Contents: ...
+
+    def count(self) -> int: ...
+
+    def reindex(self, progress: Progress | None = None) -> int: ...
+
+    @property
+    def searches_chunks(self) -> bool: ...
+
+    def search_chunks(
+        self,
+        terms: Sequence[str],
+        vector: Any,
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+        limit: int,
+        overfetch: int,
+    ) -> tuple[list[Hit], list[Hit]]: ...
+
+    def chunks_around(
+        self,
+        seqs: Sequence[int],
+        reach: int,
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+    ) -> dict[int, list[Hit]]: ...
 
     def events(self) -> list[EpisodicEvent]: ...
 
@@ -110,9 +145,10 @@ def check_url(url: str) -> str:
     return scheme
 
 
-def open_store(url: str, *, root: Path | None = None) -> SQLStore:
+def open_store(url: str, *, root: Path | None = None, progress: Progress | None = None) -> SQLStore:
     """The store a URL names: ``sqlite:///path`` (relative to ``root``), ``memory:`` (SQLite in
-    memory) or ``postgresql://…`` (pgvector). Anything else is a ``ConfigError``."""
+    memory) or ``postgresql://…`` (pgvector). Anything else is a ``ConfigError``. ``progress``
+    (done, total) counts the chunks a PostgreSQL store analyses when it opens without them."""
     scheme = check_url(url)
     if scheme == "memory":
         return SQLiteStore(":memory:", url=url)
@@ -125,7 +161,7 @@ def open_store(url: str, *, root: Path | None = None) -> SQLStore:
         if not p.is_absolute():
             p = (root or Path.cwd()) / p
         return SQLiteStore(str(p), url=url)
-    return PostgresStore(url)
+    return PostgresStore(url, progress=progress)
 
 
 def check_dims(chunks: Sequence[Chunk], known: int | None, where: str) -> int | None:
@@ -148,18 +184,22 @@ class SQLStore:
     """The five kinds of memory in one database, either dialect; writes are upserts by id in
     one transaction, and every write moves the store's ``version``."""
 
-    def __init__(self, db: Database, *, url: str) -> None:
+    def __init__(self, db: Database, *, url: str, progress: Progress | None = None) -> None:
         self.url = url
         #: The URL fit to print (without a password).
         self.name = db.name
         self.db = db
         self.rows = RowMapping(db.dialect)
+        #: Store-side chunk retrieval (PostgreSQL only).
+        self.search = ChunkSearch(db, self.rows.prefix) if db.dialect == "postgres" else None
         try:
             with db.write():
                 if db.dialect == "postgres":
                     db.execute("SELECT pg_advisory_xact_lock(?)", (_PG_SCHEMA_LOCK,))
                 for statement in self.rows.schema():
                     db.execute(statement)
+                if self.search is not None:
+                    self.search.ensure(progress)
                 known = self._meta("dim")
                 if known is not None:
                     self._vector_index(int(known))
@@ -168,6 +208,12 @@ class SQLStore:
         except MemoryStoreError:
             db.close()
             raise
+
+    @property
+    def searches_chunks(self) -> bool:
+        """Whether the store ranks the chunks itself (PostgreSQL), so retrieval never reads
+        them all."""
+        return self.search is not None
 
     @property
     def indexes_vectors(self) -> bool:
@@ -243,11 +289,21 @@ class SQLStore:
                 self._vector_index(dim)
             found = db.one(f"SELECT COALESCE(MAX(seq), 0) FROM {self.rows.table('chunk')}")
             seq = int(found[0]) if found else 0
+            by_kind: dict[Kind, list[tuple[Any, ...]]] = {}
+            texts: dict[str, Analysed] = {}
             for m, row in zip(items, rows, strict=True):
                 if isinstance(m, Chunk):
                     seq += 1
                     row = (*row[:-1], seq)
-                db.execute(self.rows.upsert(KIND_OF[type(m)]), row)
+                    if self.search is not None:
+                        texts[m.id] = words = analysed(m.text)
+                        row = (*row, words.vector, words.length)
+                by_kind.setdefault(KIND_OF[type(m)], []).append(row)
+            if self.search is not None and texts:
+                self.search.count_terms(texts)  # before the rows change: replaced terms leave
+            for kind, kind_rows in by_kind.items():
+                extra = _PG_CHUNK_EXTRA if kind == "chunk" and self.search is not None else ()
+                db.many(self.rows.upsert(kind, extra), kind_rows)
             for key, value in (marks or {}).items():
                 if value is None:
                     db.execute(f"DELETE FROM {self.rows.meta} WHERE key = ?", (f"mark:{key}",))
@@ -260,13 +316,14 @@ class SQLStore:
     def _read(self, kind: Kind) -> list[Any]:
         return [self.rows.record(kind, r) for r in self.db.rows(self.rows.select(kind))]
 
-    def contents(self) -> Contents:
-        """Everything, read in one transaction (so the version matches what was read)."""
+    def contents(self, *, chunks: bool = True) -> Contents:
+        """Everything, read in one transaction (so the version matches what was read); without
+        the chunks when ``chunks`` is false (a store that searches them itself)."""
         with self.db.read():
             return Contents(
                 version=int(self._meta("version") or 0),
                 events=self._read("event"),
-                chunks=self._read("chunk"),
+                chunks=self._read("chunk") if chunks else [],
                 entities=self._read("entity"),
                 relations=self._read("relation"),
                 patterns=self._read("pattern"),
@@ -291,6 +348,76 @@ class SQLStore:
     def patterns(self) -> list[Pattern]:
         with self.db.read():
             return self._read("pattern")
+
+    def count(self) -> int:
+        """How many chunks the store holds."""
+        with self.db.read():
+            if self.search is not None:
+                return self.search.count()
+            found = self.db.one(f"SELECT count(*) FROM {self.rows.table('chunk')}")
+            return int(found[0]) if found else 0
+
+    def _searcher(self) -> ChunkSearch:
+        if self.search is None:
+            raise MemoryStoreError(f"{self.name}: this store does not search chunks itself")
+        return self.search
+
+    def search_chunks(
+        self,
+        terms: Sequence[str],
+        vector: Any,
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+        limit: int,
+        overfetch: int,
+    ) -> tuple[list[Hit], list[Hit]]:
+        """The ``limit`` best chunks the caller may see by BM25 over ``terms`` (analysed) and,
+        with a ``vector``, by cosine similarity (pgvector's HNSW index, ``limit × overfetch``
+        asked of it), read in one transaction."""
+        search = self._searcher()
+        with self.db.read():
+            lexical = search.lexical(terms, who=who, since=since, exclude=exclude, limit=limit)
+            dense: list[Hit] = []
+            known = self._meta("dim")
+            if vector is not None and known is not None:
+                import numpy as np
+
+                dense = search.dense(
+                    np.asarray(vector, dtype=np.float32),
+                    dim=int(known),
+                    who=who,
+                    since=since,
+                    exclude=exclude,
+                    limit=limit,
+                    overfetch=overfetch,
+                )
+        return lexical, dense
+
+    def chunks_around(
+        self,
+        seqs: Sequence[int],
+        reach: int,
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+    ) -> dict[int, list[Hit]]:
+        """The ``reach`` chunks before and after each of ``seqs`` (``ChunkSearch.around``)."""
+        search = self._searcher()
+        with self.db.read():
+            return search.around(seqs, reach, who=who, since=since, exclude=exclude)
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Analyse every chunk's text again and count the terms again (PostgreSQL), then
+        rebuild the full-text and vector indexes; returns how many chunks."""
+        search = self._searcher()
+        with self.db.write():
+            self.db.execute(f"LOCK TABLE {self.rows.meta} IN EXCLUSIVE MODE")
+            total = search.reanalyse(progress)
+            self.db.execute(f"REINDEX TABLE {self.rows.table('chunk')}")
+        return total
 
     def nearest(self, vector: Iterable[float], k: int) -> list[tuple[str, float]]:
         """The ``k`` chunks closest to ``vector`` by cosine distance (pgvector ``<=>``, through
@@ -330,8 +457,12 @@ class PostgresStore(SQLStore):
     """Memories in PostgreSQL, chunk vectors in a pgvector column (the ``postgres`` extra;
     the store creates the ``vector`` extension if it may)."""
 
-    def __init__(self, url: str, *, connect_timeout: int = 5) -> None:
-        super().__init__(Database.postgres(url, connect_timeout=connect_timeout), url=url)
+    def __init__(
+        self, url: str, *, connect_timeout: int = 5, progress: Progress | None = None
+    ) -> None:
+        super().__init__(
+            Database.postgres(url, connect_timeout=connect_timeout), url=url, progress=progress
+        )
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.name!r})"
