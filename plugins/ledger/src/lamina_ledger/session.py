@@ -3,8 +3,6 @@ record each finished turn with its exact size and the provider's usage."""
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -13,22 +11,20 @@ from typing import Any, TypeVar
 from attrs import evolve
 
 from lamina import (
-    SESSION,
     AssembledContext,
     Assembler,
     AssemblyRequest,
     BudgetError,
     ConfigError,
-    Event,
     Message,
     Summarizer,
     Usage,
-    event_context,
 )
-from lamina_ledger.blocks import PREFIX
+from lamina_ledger.aio import AsyncCalls
 from lamina_ledger.compaction import CompactionResult, compact_history
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.ledger import Ledger
+from lamina_ledger.locks import SessionLocks
 from lamina_ledger.pool import POOL
 from lamina_ledger.prefix import Prefixes
 from lamina_ledger.provenance import with_user_context
@@ -37,19 +33,17 @@ from lamina_ledger.settings import LedgerSettings, settings_from
 from lamina_ledger.sizing import MemoTokenizer, Sizes, message_counts
 from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
 from lamina_ledger.summarizer import summarizer as default_summarizer
+from lamina_ledger.trigger import due, edited, fits, history_limit
+from lamina_ledger.user_context import user_context
 
 R = TypeVar("R")
+#: What ``LedgerSession._measure`` found when the request is to compact first: (available
+#: tokens, tokens outside history, the context when it fits whole and is only over
+#: ``compact_when``).
+Measured = tuple[int, int, AssembledContext | None]
 
 
-def fits(ctx: AssembledContext) -> bool:
-    """Whether the kernel kept every ledger block whole (no history was cut this request)."""
-    layers = [r for r in ctx.report.layers if r.layer == SESSION]
-    if layers and all(r.kept == r.blocks and r.tokens == r.original_tokens for r in layers):
-        return True  # every session block kept whole: no need to look at each
-    return all(b.status == "kept" for b in ctx.report.blocks if b.id.startswith(PREFIX))
-
-
-class LedgerSession:
+class LedgerSession(AsyncCalls):
     """Everything a host needs around one ``Assembler`` whose config has a ``[plugins.ledger]``
     database: ``assemble`` (compacts first when the context would not fit), ``run`` (sends,
     and on a context-overflow error compacts harder and retries once), ``record_turn``,
@@ -88,14 +82,14 @@ class LedgerSession:
         self.target = target
         POOL.lend(target, self.ledger)
         self.compactions: list[CompactionResult] = []
-        # Per session (model, budget, role): (available, tokens outside history, event tokens)
-        # as the last assembly showed them, to know beforehand whether the next one fits.
-        self._seen: dict[tuple[Any, ...], tuple[int, int, int]] = {}
+        # Per session (model, budget, role): (available, tokens outside history, event tokens,
+        # whether the kernel edited tool results) as the last assembly showed them, to know
+        # beforehand whether the next one fits.
+        self._seen: dict[tuple[Any, ...], tuple[int, int, int, bool]] = {}
         self._sizes = Sizes()
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks = SessionLocks()  # one session's assemblies and compactions take turns
         # Per session: the last request assembled and when (its user message's context_json).
         self._assembled: dict[str, tuple[AssemblyRequest, datetime]] = {}
-        self._locks_lock = threading.Lock()
         self._noted = threading.local()  # per thread: the running assembly's compaction warnings
         self.prefixes = Prefixes()  # per session: the last assembly's stable prefix, to record
 
@@ -131,30 +125,29 @@ class LedgerSession:
 
     # -- assembly ------------------------------------------------------------------------
 
-    def _session(self, label: str) -> threading.Lock:
-        """The lock one session's assemblies and compactions take turns on."""
-        with self._locks_lock:
-            return self._locks.setdefault(label, threading.Lock())
-
     def assemble(self, request: AssemblyRequest) -> AssembledContext:
-        with self._session(request.session_label):
+        with self._locks.hold(request.session_label):
             self._assembled[request.session_label] = (request, self.assembler.clock())
             self._noted.warnings = []
             return self._reported(self._assemble(request))
 
     def _assemble(self, request: AssemblyRequest) -> AssembledContext:
-        """Assemble; when the history would not fit whole, compact to ``compact_target`` of
+        """Assemble; when compaction is due (see ``lamina_ledger.trigger``: the history would
+        not fit whole, or takes more than ``compact_when``), compact to ``compact_target`` of
         the available tokens (trigger ``context_limit``) first.
 
         The kernel runs once per request, compaction or not: what the previous request of the
         session showed (its available tokens and the tokens outside history) and the ledger's
-        exact counts say beforehand whether the history fits. Only when that guess is missing
-        (the session's first request here) or wrong does the kernel run again."""
+        exact counts say beforehand whether compaction is due. Only when that guess is
+        missing (the session's first request here), wrong, or cannot be made (the kernel
+        edited tool results last time, or stubs them: the ledger's counts are of whole
+        results) does the kernel run again."""
         seen = self._seen.get(_key(request))
         compacted = False
-        if seen is not None:
+        stubbing = self.assembler.config.tool_results.stub_after > 0
+        if seen is not None and not seen[3] and not stubbing:
             available, fixed = seen[0], seen[1] - seen[2] + self._event_tokens(request)
-            if fixed + self._history_tokens(request) > available:
+            if self._history_tokens(request) > history_limit(self.settings, available, fixed):
                 result = self._compact(
                     request, self.settings.compact_target, available, fixed, "context_limit"
                 )
@@ -164,14 +157,18 @@ class LedgerSession:
             return measured
         if not compacted:
             result = self._compact(
-                request, self.settings.compact_target, *measured, "context_limit"
+                request, self.settings.compact_target, *measured[:2], "context_limit"
             )
             request = _after(request, result)
             measured = self._measure(request)
             if isinstance(measured, AssembledContext):
                 return measured
+        if measured[2] is not None:  # it fits, only over compact_when: compacting harder
+            return measured[2]  # would not bring it under (the newest turns are kept)
         # Still too big (the summary or the kept turns came out larger): compact harder once.
-        result = self._compact(request, self.settings.recovery_target, *measured, "context_limit")
+        result = self._compact(
+            request, self.settings.recovery_target, *measured[:2], "context_limit"
+        )
         return self.assembler.assemble(_after(request, result))
 
     def recover(
@@ -180,7 +177,7 @@ class LedgerSession:
         """After the provider reported a context overflow (for ``failed``, the context that
         was sent, when given): compact to ``recovery_target`` (trigger ``overflow_recovery``)
         and assemble again."""
-        with self._session(request.session_label):
+        with self._locks.hold(request.session_label):
             self._noted.warnings = []
             available, fixed = self._budget(request, failed)
             result = self._compact(
@@ -222,52 +219,10 @@ class LedgerSession:
         of the available tokens; ``instructions`` (what the summary should keep) go to the
         summarizer when it takes them, else the result's ``warnings`` say so. ``None`` when
         there was nothing to summarize."""
-        with self._session(request.session_label):
+        with self._locks.hold(request.session_label):
             available, fixed = self._budget(request, None)
             share = share or self.settings.compact_target
             return self._compact(request, share, available, fixed, trigger, instructions)
-
-    # -- asyncio -------------------------------------------------------------------------
-
-    async def aassemble(self, request: AssemblyRequest) -> AssembledContext:
-        """``assemble`` on a worker thread (the event loop never waits on the ledger or the
-        tokenizer)."""
-        return await asyncio.to_thread(self.assemble, request)
-
-    async def arecover(
-        self, request: AssemblyRequest, failed: AssembledContext | None = None
-    ) -> AssembledContext:
-        """``recover`` on a worker thread."""
-        return await asyncio.to_thread(self.recover, request, failed)
-
-    async def acompact(
-        self,
-        request: AssemblyRequest,
-        *,
-        share: float | None = None,
-        trigger: Trigger = "manual",
-        instructions: str | None = None,
-    ) -> CompactionResult | None:
-        """``compact`` on a worker thread."""
-        call = functools.partial(
-            self.compact, request, share=share, trigger=trigger, instructions=instructions
-        )
-        return await asyncio.to_thread(call)
-
-    async def arecord_turn(
-        self,
-        request: AssemblyRequest | AssembledContext,
-        messages: Sequence[Message],
-        *,
-        usage: Usage | None = None,
-        message_tokens: Sequence[int | None] | None = None,
-        **fields: Any,
-    ) -> str:
-        """``record_turn`` on a worker thread."""
-        call = functools.partial(
-            self.record_turn, request, messages, usage=usage, message_tokens=message_tokens
-        )
-        return await asyncio.to_thread(call, **fields)
 
     # -- recording -----------------------------------------------------------------------
 
@@ -295,7 +250,10 @@ class LedgerSession:
                 f"{len(message_tokens)} message token counts for {len(messages)} messages",
                 session=request.session_label,
             )
-        messages = with_user_context(messages, self._user_context(request))
+        context = user_context(
+            request, self._assembled.get(request.session_label), self.assembler.clock
+        )
+        messages = with_user_context(messages, context)
         exact = tokenizer.exact
         counts = message_counts(messages, tokenizer, message_tokens) if exact else None
         provider = request.provider or None
@@ -314,28 +272,6 @@ class LedgerSession:
         )
 
     # -- internals -----------------------------------------------------------------------
-
-    def _user_context(self, request: AssemblyRequest | AssembledContext) -> dict[str, Any] | None:
-        """The ``context_json`` for the turn's user message: the assembled context's own, else
-        made from the request's event (injected when this session assembled it, else at the
-        event's time, else now). A request without an event (no content, attachments, hooks
-        or platform) takes the event this session last assembled for the session label."""
-        label = request.session_label
-        assembled = self._assembled.get(label)
-        if isinstance(request, AssembledContext):
-            if request.current_message.context_json is not None:
-                return request.current_message.context_json
-            if assembled is None or assembled[0].event.id != request.source_event_id:
-                return None
-            return event_context(assembled[0].event, assembled[1])
-        event = request.event
-        if assembled is not None and (assembled[0].event == event or _no_event(event)):
-            # the request this session assembled, or one that carries no event of its own
-            # (a host recording a turn by session label): the event of the last assembly
-            return event_context(assembled[0].event, assembled[1])
-        if _no_event(event):
-            return None
-        return event_context(event, event.time or self.assembler.clock())
 
     def _tokenizer(self, model: str) -> MemoTokenizer:
         resolved = self.assembler.model(model)
@@ -359,7 +295,8 @@ class LedgerSession:
         """Remember what ``ctx`` showed of the budget for the session's next request."""
         budget = ctx.token_budget
         fixed = budget.used.total - budget.used.history
-        self._seen[_key(request)] = (budget.available, fixed, self._event_tokens(request))
+        events = self._event_tokens(request)
+        self._seen[_key(request)] = (budget.available, fixed, events, edited(ctx))
         return ctx
 
     def _budget(self, request: AssemblyRequest, ctx: AssembledContext | None) -> tuple[int, int]:
@@ -374,21 +311,24 @@ class LedgerSession:
         measured = self._measure(request)
         if isinstance(measured, AssembledContext):
             return self._budget(request, measured)
-        return measured
+        return measured[:2]
 
-    def _measure(self, request: AssemblyRequest) -> AssembledContext | tuple[int, int]:
-        """The context when it fits whole; else (available tokens, tokens outside history)."""
+    def _measure(self, request: AssemblyRequest) -> AssembledContext | Measured:
+        """The context when it fits whole and no compaction is due; else what compacting
+        needs (``Measured``)."""
         try:
             ctx = self._observed(request, self.assembler.assemble(request))
         except BudgetError as exc:
             hist = self._history_tokens(request)
             fixed = max(0, exc.available + exc.overage - hist)
-            self._seen[_key(request)] = (exc.available, fixed, self._event_tokens(request))
-            return exc.available, fixed
-        if fits(ctx):
+            events = self._event_tokens(request)
+            self._seen[_key(request)] = (exc.available, fixed, events, False)
+            return exc.available, fixed, None
+        whole = fits(ctx)
+        if whole and not due(ctx, self.settings):
             return ctx
         used = ctx.token_budget.used
-        return ctx.token_budget.available, used.total - used.history
+        return ctx.token_budget.available, used.total - used.history, ctx if whole else None
 
     def _compact(
         self,
@@ -444,10 +384,6 @@ class LedgerSession:
         except ConfigError:
             return lambda _exc: False
         return adapter.is_context_overflow
-
-
-def _no_event(event: Event) -> bool:
-    return not (event.content or event.attachments or event.hook_data or event.platform)
 
 
 def _key(request: AssemblyRequest) -> tuple[Any, ...]:

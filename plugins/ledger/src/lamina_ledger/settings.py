@@ -16,6 +16,11 @@ def _fraction(_inst: object, attr: Attribute[float], value: float) -> None:
         raise ValueError(f"{attr.name} must be between 0 and 1 (exclusive), got {value!r}")
 
 
+def _share(_inst: object, attr: Attribute[float | None], value: float | None) -> None:
+    if value is not None and not 0.0 < value <= 1.0:
+        raise ValueError(f"{attr.name} must be > 0 and <= 1, got {value!r}")
+
+
 @inert_without_section
 @frozen(kw_only=True)
 class LedgerSettings:
@@ -26,6 +31,9 @@ class LedgerSettings:
     database: str | None = None
     #: Compact to this share of the available tokens when the next request would not fit.
     compact_target: float = field(default=0.5, validator=_fraction)
+    #: Also compact once history takes more than this share of the available tokens (it
+    #: must exceed ``compact_target``); unset: only when the history would not fit whole.
+    compact_when: float | None = field(default=None, validator=_share)
     #: Compact to this share after the provider reported a context overflow.
     recovery_target: float = field(default=0.4, validator=_fraction)
     #: Recent turns always kept verbatim, even when compacting for recovery.
@@ -54,6 +62,12 @@ class LedgerSettings:
             raise ValueError(
                 f"recovery_target ({self.recovery_target}) must not exceed compact_target "
                 f"({self.compact_target})"
+            )
+        if self.compact_when is not None and self.compact_when <= self.compact_target:
+            raise ValueError(
+                f"compact_when ({self.compact_when}) must exceed compact_target "
+                f"({self.compact_target}): a compaction brings the request to compact_target, "
+                f"and would be due again at once"
             )
 
     def target(self, config: LaminaConfig) -> str | None:

@@ -1,0 +1,87 @@
+"""``LedgerSession`` 's calls for asyncio hosts: each runs the blocking call on a worker
+thread, so the event loop never waits on the ledger or the tokenizer."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from lamina import AssembledContext, AssemblyRequest, Message, Usage
+from lamina_ledger.compaction import CompactionResult
+from lamina_ledger.records import Trigger
+
+
+class _Blocking(Protocol):
+    """The blocking calls the asyncio ones run."""
+
+    def assemble(self, request: AssemblyRequest) -> AssembledContext: ...
+
+    def recover(
+        self, request: AssemblyRequest, failed: AssembledContext | None = None
+    ) -> AssembledContext: ...
+
+    def compact(
+        self,
+        request: AssemblyRequest,
+        *,
+        share: float | None = None,
+        trigger: Trigger = "manual",
+        instructions: str | None = None,
+    ) -> CompactionResult | None: ...
+
+    def record_turn(
+        self,
+        request: AssemblyRequest | AssembledContext,
+        messages: Sequence[Message],
+        *,
+        usage: Usage | None = None,
+        message_tokens: Sequence[int | None] | None = None,
+        **fields: Any,
+    ) -> str: ...
+
+
+class AsyncCalls:
+    """``aassemble``, ``arecover``, ``acompact`` and ``arecord_turn`` (mixed into
+    ``LedgerSession``)."""
+
+    async def aassemble(self: _Blocking, request: AssemblyRequest) -> AssembledContext:
+        """``assemble`` on a worker thread (the event loop never waits on the ledger or the
+        tokenizer)."""
+        return await asyncio.to_thread(self.assemble, request)
+
+    async def arecover(
+        self: _Blocking, request: AssemblyRequest, failed: AssembledContext | None = None
+    ) -> AssembledContext:
+        """``recover`` on a worker thread."""
+        return await asyncio.to_thread(self.recover, request, failed)
+
+    async def acompact(
+        self: _Blocking,
+        request: AssemblyRequest,
+        *,
+        share: float | None = None,
+        trigger: Trigger = "manual",
+        instructions: str | None = None,
+    ) -> CompactionResult | None:
+        """``compact`` on a worker thread."""
+        call = functools.partial(
+            self.compact, request, share=share, trigger=trigger, instructions=instructions
+        )
+        return await asyncio.to_thread(call)
+
+    async def arecord_turn(
+        self: _Blocking,
+        request: AssemblyRequest | AssembledContext,
+        messages: Sequence[Message],
+        *,
+        usage: Usage | None = None,
+        message_tokens: Sequence[int | None] | None = None,
+        **fields: Any,
+    ) -> str:
+        """``record_turn`` on a worker thread."""
+        call = functools.partial(
+            self.record_turn, request, messages, usage=usage, message_tokens=message_tokens
+        )
+        return await asyncio.to_thread(call, **fields)

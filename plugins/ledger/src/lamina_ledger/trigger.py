@@ -1,0 +1,52 @@
+"""When a ``LedgerSession`` compacts before assembling.
+
+By default when the history would not fit whole: the kernel would have to cut ledger blocks.
+With ``[plugins.ledger] compact_when`` (a share of the available tokens), also as soon as the
+history takes more than that share. Tool results the kernel stubbed or capped
+(``[tool_results]``) are not cuts: the ledger keeps them whole and the kernel edits them
+the same way every turn."""
+
+from __future__ import annotations
+
+from lamina import SESSION, AssembledContext
+from lamina_ledger.blocks import PREFIX
+from lamina_ledger.settings import LedgerSettings
+
+#: Report strategies of the kernel's tool-result edits (``lamina.assembly.tool_results``).
+EDITS = frozenset({"tool_result_cap", "tool_result_stub"})
+
+
+def fits(ctx: AssembledContext) -> bool:
+    """Whether the kernel kept every ledger block (whole, or with its tool results edited):
+    no history was cut this request."""
+    layers = [r for r in ctx.report.layers if r.layer == SESSION]
+    if layers and all(r.kept == r.blocks and r.tokens == r.original_tokens for r in layers):
+        return True  # every session block kept whole: no need to look at each
+    return all(
+        b.status == "kept" or (b.status == "truncated" and b.strategy in EDITS)
+        for b in ctx.report.blocks
+        if b.id.startswith(PREFIX)
+    )
+
+
+def edited(ctx: AssembledContext) -> bool:
+    """Whether the kernel stubbed or capped a tool result of the history in ``ctx``."""
+    return any(b.strategy in EDITS for b in ctx.report.blocks if b.id.startswith(PREFIX))
+
+
+def history_limit(settings: LedgerSettings, available: int, fixed: int) -> int:
+    """The most tokens history may take before compacting, with ``fixed`` tokens of the
+    ``available`` taken by the rest of the request."""
+    room = available - fixed
+    if settings.compact_when is None:
+        return room
+    return min(room, int(settings.compact_when * available))
+
+
+def due(ctx: AssembledContext, settings: LedgerSettings) -> bool:
+    """Whether ``ctx`` (which fits) takes more of its budget for history than
+    ``compact_when`` allows."""
+    if settings.compact_when is None:
+        return False
+    budget = ctx.token_budget
+    return budget.used.history > int(settings.compact_when * budget.available)
