@@ -158,6 +158,22 @@ def test_a_huge_tool_result_assembles_through_the_ledger_session(
         assert kept == HUGE  # the ledger keeps the full result
 
 
+def test_a_session_with_a_capped_result_still_compacts_before_history_is_cut(
+    tmp_path: Path, exchange: Callable[..., list[Message]]
+) -> None:
+    """Once the kernel capped a result the ledger asks the kernel whether history fits; a
+    cut it reports only in sum (``report.dropped``, not verbose) still calls for compaction."""
+    a = assembler(str(tmp_path / "l.db"), 6000)
+    with LedgerSession(a) as s:
+        s.start("s")
+        s.record_turn(a.request("read it"), exchange(0, words(4000)))
+        contexts = run(s, lambda i: exchange(i + 1, "lorem ipsum ", size=60), 40)
+        assert s.compactions
+    for ctx in contexts:
+        assert not [d for d in ctx.report.dropped if d.layer == "session"], ctx.report.dropped
+        assert ctx.token_budget.used.total <= 6000
+
+
 def test_stubbed_results_through_the_ledger_session(
     tmp_path: Path, exchange: Callable[..., list[Message]]
 ) -> None:

@@ -19,9 +19,16 @@ EDITS = frozenset({"tool_result_cap", "tool_result_stub"})
 def fits(ctx: AssembledContext) -> bool:
     """Whether the kernel kept every ledger block (whole, or with its tool results edited):
     no history was cut this request."""
-    layers = [r for r in ctx.report.layers if r.layer == SESSION]
+    report = ctx.report
+    layers = [r for r in report.layers if r.layer == SESSION]
     if layers and all(r.kept == r.blocks and r.tokens == r.original_tokens for r in layers):
         return True  # every session block kept whole: no need to look at each
+    for gone in report.dropped:  # dropped blocks are listed one by one only when verbose
+        if gone.layer == SESSION and PREFIX in (
+            gone.first_id[: len(PREFIX)],
+            gone.last_id[: len(PREFIX)],
+        ):
+            return False
     return all(
         b.status == "kept" or (b.status == "truncated" and b.strategy in EDITS)
         for b in ctx.report.blocks
