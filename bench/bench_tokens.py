@@ -7,7 +7,9 @@
   interleave the two; the ratio is of medians (without / with).
 * Throughput: the same text counted by raw tiktoken (``len(enc.encode_ordinary(text))``) and
   by Lamina's counter (a fresh ``TokenCounter`` per round, so every text is a miss: hashing,
-  the checks and tokenizing). The text is the standard library's own source cut into
+  the checks and tokenizing). With the ``lamina[fast]`` extra installed, also quicktok's own
+  ``count`` and Lamina's tokenizer and counter counting through it (``fast_after=0``), and
+  the fast counter's load in a fresh interpreter against tiktoken's. The text is the standard library's own source cut into
   1,200-2,400 character messages (seeded), so it is real, identical on every run of the same
   Python, and needs no network. Ratio = Lamina tokens/s over tiktoken tokens/s (goal >= 0.95),
   from the medians of the process's CPU time (counting is single-threaded, and CPU time does
@@ -34,7 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lamina.tokens import TiktokenTokenizer, TokenCounter, load_encoding
+from lamina.tokens import TiktokenTokenizer, TokenCounter, load_encoding, load_fast
 
 SEED = 20260102
 MIN_CHARS, MAX_CHARS = 1_200, 2_400
@@ -47,6 +49,23 @@ from lamina.tokens import TiktokenTokenizer
 count = TiktokenTokenizer(sys.argv[1]).count("hello world")
 print(json.dumps([time.perf_counter() - started, count]))
 """
+
+
+#: Runs in a fresh interpreter: prints seconds to load argv[2] ("tiktoken" or "fast").
+LOAD = """
+import sys, time
+from lamina.tokens import load_encoding, load_fast
+started = time.perf_counter()
+loaded = load_encoding(sys.argv[1]) if sys.argv[2] == "tiktoken" else load_fast(sys.argv[1])
+assert loaded is not None
+print(time.perf_counter() - started)
+"""
+
+
+def load_time(encoding: str, which: str, cache: str) -> float:
+    env = {**os.environ, "LAMINA_CACHE_DIR": cache}
+    run = [sys.executable, "-c", LOAD, encoding, which]
+    return float(subprocess.run(run, env=env, capture_output=True, check=True).stdout)
 
 
 def stdlib_text(messages: int, seed: int = SEED) -> list[str]:
@@ -114,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     # -- cold start ------------------------------------------------------------------------
+    fast = load_fast(name)
+    loads: dict[str, list[float]] = {"tiktoken": [], "fast": []} if fast else {}
     with tempfile.TemporaryDirectory(prefix="lamina-bench-cache-") as cache:
         cold_start(name, cache)  # builds the cache (untimed)
         built = sorted(p.name for p in (Path(cache) / "bpe").iterdir())
@@ -121,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for _ in range(args.starts):
             samples["cache"].append(cold_start(name, cache))
             samples["no cache"].append(cold_start(name, ""))
+            for which, times in loads.items():
+                times.append(load_time(name, which, cache))
     base = [_python_pass() for _ in range(3)]
     print(f"\ncold start of {name} ({args.starts} interleaved starts each; cache file {built})")
     for label, runs in samples.items():
@@ -134,11 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"  python -c pass    {ms(base)}")
     print(f"  ratio without/with cache: {inside_ratio:.2f}x in process, {wall_ratio:.2f}x whole")
+    if loads:
+        print(f"  load of tiktoken's {name} (cached ranks) {ms(loads['tiktoken'])}")
+        print(f"  load of the fast counter (quicktok)  {ms(loads['fast'])}")
 
     # -- throughput ------------------------------------------------------------------------
     texts = stdlib_text(args.messages)
     enc = load_encoding(name)
-    tok = TiktokenTokenizer(name)
+    tok = TiktokenTokenizer(name, fast_after=None)  # tiktoken only
 
     def raw() -> int:
         return sum(len(enc.encode_ordinary(t)) for t in texts)
@@ -155,6 +181,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Lamina TokenCounter": lamina,
         "Lamina tokenizer.count": tokenizer,
     }
+    if fast is not None:
+        quick = fast.tokenizer
+        tok_fast = TiktokenTokenizer(name, fast_after=0)
+        tok_fast.count("")
+        assert tok_fast.fast
+
+        def counter_fast() -> int:
+            counter = TokenCounter(tok_fast, plugin="tiktoken")
+            return sum(counter.count(t) for t in texts)
+
+        runners["quicktok count"] = lambda: sum(quick.count(t) for t in texts)
+        runners["Lamina TokenCounter, fast"] = counter_fast
+        runners["Lamina tokenizer.count, fast"] = lambda: sum(tok_fast.count(t) for t in texts)
     cpu: dict[str, list[float]] = {label: [] for label in runners}
     wall: dict[str, list[float]] = {label: [] for label in runners}
     totals: dict[str, int] = {}
@@ -178,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label in runners:
         median = statistics.median(cpu[label])
         print(
-            f"  {label:25} cpu {ms(cpu[label])} | wall {ms(wall[label])} | "
+            f"  {label:29} cpu {ms(cpu[label])} | wall {ms(wall[label])} | "
             f"{tokens / median / 1e6:4.2f} M tokens/s  {reference / median:.3f}x tiktoken"
         )
     return 0
