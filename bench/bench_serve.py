@@ -18,7 +18,8 @@ file in a temp dir.
 
 Latency phase: rounds of every session's next turn, the two sides interleaved step by step
 (the same turn of the same session on each, one after the other), so background load hits
-both alike. Reports p50/p99 per request kind and the service's overhead at p50.
+both alike. Reports p50/p99 per request kind and the service's overhead at p50, and the assembly p50 of
+both sides by the size of the context (the two sides assemble the same contexts).
 Throughput phase: ``--clients`` threads, each driving its own sessions, on each side in turn;
 reports turns/s.
 
@@ -163,11 +164,15 @@ class Service:
         line = self.proc.stdout.readline()
         if "serving on" not in line:
             self.proc.kill()
-            raise SystemExit(f"lamina serve did not start: {line!r} {self.proc.stderr}")
+            _out, err = self.proc.communicate(timeout=30)
+            raise SystemExit(f"lamina serve did not start: {line!r} {err}")
         self.port = int(line.strip().rsplit(":", 1)[1])
         self.script = script
         self.local = threading.local()
+        self.size = 0  # bytes of the last reply
         self.used: dict[str, int] = {}
+        #: The largest context the service sent (bytes of JSON, and its tokens).
+        self.largest = (0, 0)
 
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self.local, "conn", None)
@@ -184,15 +189,18 @@ class Service:
         conn.request(method, path, body=data, headers=headers)
         response = conn.getresponse()
         payload = response.read()
+        self.size = len(payload)
         if response.status >= 300:
             raise SystemExit(f"{method} {path}: {response.status} {payload[:300]!r}")
         return self.decode(payload)
 
     def assemble(self, session: int, n: int) -> Any:
         question = self.script.turn(session, n)[0]
-        return self.call(
+        ctx = self.call(
             "POST", "/v1/assemble", {"message": question, "session_label": f"s{session}"}
         )
+        self.largest = max(self.largest, (self.size, ctx["token_budget"]["used"]["total"]))
+        return ctx
 
     def record(self, session: int, n: int, ctx: Any) -> None:
         label = f"s{session}"
@@ -238,18 +246,26 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, 1000 * (time.perf_counter() - started)
 
 
+def context_tokens(ctx: Any) -> int:
+    """The assembled context's tokens (an ``AssembledContext``, or its JSON)."""
+    if isinstance(ctx, dict):
+        return int(ctx["token_budget"]["used"]["total"])
+    return int(ctx.token_budget.used.total)
+
+
 def step(side: Side, session: int, n: int, samples: dict[str, list[float]]) -> None:
     ctx, t_assemble = timed(lambda: side.assemble(session, n))
     _, t_record = timed(lambda: side.record(session, n, ctx))
     samples["assemble"].append(t_assemble)
     samples["record"].append(t_record)
+    samples.setdefault("tokens", []).append(context_tokens(ctx))
 
 
 def latency(
     sides: dict[str, Side], sessions: int, turns: int, warmup: int
 ) -> dict[str, dict[str, list[float]]]:
     samples: dict[str, dict[str, list[float]]] = {
-        name: {"assemble": [], "record": []} for name in sides
+        name: {"assemble": [], "record": [], "tokens": []} for name in sides
     }
     for n in range(turns):
         for s in range(sessions):
@@ -287,6 +303,22 @@ def decoder(name: str) -> Callable[[bytes], Any]:
     return json.loads
 
 
+def by_size(samples: dict[str, dict[str, list[float]]], width: int) -> None:
+    """Assembly p50 on each side and the overhead, per size of the context the in-process side
+    assembled (the samples are paired: the same turn of the same session on both sides)."""
+    inproc, service = samples["in-process"], samples["service"]
+    buckets: dict[int, list[int]] = {}
+    for i, tokens in enumerate(inproc["tokens"]):
+        buckets.setdefault(int(tokens) // width, []).append(i)
+    print(f"{'context tokens':<16} {'n':>4} {'in-process':>11} {'service':>8} {'overhead':>9}")
+    for b in sorted(buckets):
+        rows = buckets[b]
+        mine = statistics.median(inproc["assemble"][i] for i in rows)
+        theirs = statistics.median(service["assemble"][i] for i in rows)
+        span = f"{b * width // 1000}k-{(b + 1) * width // 1000}k"
+        print(f"{span:<16} {len(rows):>4} {mine:11.2f} {theirs:8.2f} {theirs - mine:+9.2f}")
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -298,6 +330,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=2, help="turns per session not timed")
     parser.add_argument("--clients", type=int, default=4, help="threads in the throughput phase")
+    parser.add_argument(
+        "--bucket", type=int, default=10_000, help="context tokens per row of the by-size table"
+    )
     parser.add_argument(
         "--client-json", choices=["orjson", "json"], default="orjson", help="the host's decoder"
     )
@@ -314,6 +349,7 @@ def main() -> None:
             service = sides["service"]
             assert isinstance(service, Service)
             floor = [timed(lambda: service.call("GET", "/v1/health"))[1] for _ in range(200)]
+            largest = service.largest
             rate = {
                 name: throughput(
                     side,
@@ -342,9 +378,13 @@ def main() -> None:
                 f"{statistics.fmean(values):8.2f}"
             )
     print(f"service    health    {pct(floor, 0.5):8.2f} {pct(floor, 0.99):8.2f} (the HTTP floor)")
+    size, tokens = largest
+    print(f"largest context: {tokens} tokens, {size / 1024:.0f} kB of JSON")
     for kind in ("assemble", "record"):
         over = pct(samples["service"][kind], 0.5) - pct(samples["in-process"][kind], 0.5)
         print(f"service overhead at p50, {kind}: {over:+.2f} ms (goal: <= 2 ms)")
+    print("assembly p50 (ms) by the size of the context:")
+    by_size(samples, args.bucket)
     for name in sides:
         sequential = len(samples[name]["assemble"]) / (
             sum(samples[name]["assemble"]) + sum(samples[name]["record"])
