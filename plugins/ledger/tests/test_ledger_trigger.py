@@ -158,6 +158,22 @@ def test_a_huge_tool_result_assembles_through_the_ledger_session(
         assert kept == HUGE  # the ledger keeps the full result
 
 
+def test_a_huge_result_arriving_mid_session_does_not_make_it_compact(
+    tmp_path: Path, exchange: Callable[..., list[Message]]
+) -> None:
+    """The ledger counts the whole result (52,000 tokens, more than the budget); the kernel
+    caps it, and the capped history fits: no compaction (the kernel is asked first)."""
+    a = assembler(str(tmp_path / "l.db"), 20_000)
+    with LedgerSession(a) as s:
+        s.start("s")
+        run(s, lambda i: exchange(i, "lorem ipsum ", size=20), 6)
+        s.record_turn(a.request("read it"), exchange(50, HUGE))
+        ctx = s.assemble(a.request("what did it say?"))
+        assert s.compactions == []
+        assert [b.strategy for b in ctx.report.blocks if b.strategy] == ["tool_result_cap"]
+        assert ctx.token_budget.used.total <= 20_000
+
+
 def test_a_session_with_a_capped_result_still_compacts_before_history_is_cut(
     tmp_path: Path, exchange: Callable[..., list[Message]]
 ) -> None:

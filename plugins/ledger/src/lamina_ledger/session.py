@@ -33,7 +33,7 @@ from lamina_ledger.settings import LedgerSettings, settings_from
 from lamina_ledger.sizing import MemoTokenizer, Sizes, message_counts
 from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
 from lamina_ledger.summarizer import summarizer as default_summarizer
-from lamina_ledger.trigger import due, edited, fits, history_limit
+from lamina_ledger.trigger import due, edited, fits, history_limit, holds_capped
 from lamina_ledger.user_context import user_context
 
 R = TypeVar("R")
@@ -147,7 +147,8 @@ class LedgerSession(AsyncCalls):
         stubbing = self.assembler.config.tool_results.stub_after > 0
         if seen is not None and not seen[3] and not stubbing:
             available, fixed = seen[0], seen[1] - seen[2] + self._event_tokens(request)
-            if self._history_tokens(request) > history_limit(self.settings, available, fixed):
+            over = self._history_tokens(request) > history_limit(self.settings, available, fixed)
+            if over and not self._holds_capped(request, available):
                 result = self._compact(
                     request, self.settings.compact_target, available, fixed, "context_limit"
                 )
@@ -290,6 +291,13 @@ class LedgerSession(AsyncCalls):
             resolved.info.message_overhead,
             self.settings,
         )
+
+    def _holds_capped(self, request: AssemblyRequest, available: int) -> bool:
+        """Whether the history holds a tool result the kernel will cap (then the kernel is
+        asked whether it fits: the ledger counts the whole result)."""
+        history = self.ledger.history(request.session_label, at_turn=request.parent_turn_id)
+        tokenizer = self._tokenizer(request.model)
+        return holds_capped(history, tokenizer, self.assembler.config, available)
 
     def _observed(self, request: AssemblyRequest, ctx: AssembledContext) -> AssembledContext:
         """Remember what ``ctx`` showed of the budget for the session's next request."""

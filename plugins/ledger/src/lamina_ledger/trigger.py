@@ -8,8 +8,10 @@ the same way every turn."""
 
 from __future__ import annotations
 
-from lamina import SESSION, AssembledContext
-from lamina_ledger.blocks import PREFIX
+from lamina import SESSION, AssembledContext, LaminaConfig, Tokenizer, ToolResultPart
+from lamina_ledger.blocks import PREFIX, message_tokens
+from lamina_ledger.compaction import message_size
+from lamina_ledger.records import History
 from lamina_ledger.settings import LedgerSettings
 
 #: Report strategies of the kernel's tool-result edits (``lamina.assembly.tool_results``).
@@ -57,3 +59,22 @@ def due(ctx: AssembledContext, settings: LedgerSettings) -> bool:
         return False
     budget = ctx.token_budget
     return budget.used.history > int(settings.compact_when * budget.available)
+
+
+def holds_capped(
+    history: History, tokenizer: Tokenizer, config: LaminaConfig, available: int
+) -> bool:
+    """Whether a tool result in ``history`` is over the kernel's smallest cap
+    (``[tool_results]``) for a budget of ``available`` tokens: the ledger's whole counts then
+    overstate what the kernel sends, and only the kernel can say whether the history fits."""
+    caps = config.tool_results
+    cap = caps.max_tokens or max(1, int(caps.share * available))
+    floor = min([cap, *caps.per_tool.values()])
+    for turn in history.turns:
+        exact = message_tokens(turn, tokenizer.name)
+        for message, tokens in zip(turn.messages, exact, strict=True):
+            if not any(isinstance(p, ToolResultPart) for p in message.content):
+                continue
+            if (tokens if tokens is not None else message_size(message, tokenizer)) > floor:
+                return True
+    return False
