@@ -11,6 +11,10 @@ Latency: ``MemoryService.retrieve`` on a 10,000-chunk store (the conversations' 
 with fresh ids, neighbours on, cache off), median over 300 questions, query embedding included
 when dense is on.
 
+Scale (``--scale``, ``memory_scale.py``): a PostgreSQL store (pgserver) of ``--pg-items``
+chunks (default 1,000,000) next to the in-memory store at ``--memory-items`` (100,000): p50,
+p95 and p99 per query, BM25 alone and fused.
+
 Run: ``.venv/bin/python bench/bench_memory.py [--budget 1024] [--variants bm25,fusion,...]``
 """
 
@@ -164,7 +168,7 @@ def run_variant(
     times = []
     for s in samples:
         section = {
-            "store": "memory:",
+            "store": store_url(),
             "max_tokens": budget,
             "compress": False,
             "cache_ttl": 0,
@@ -209,6 +213,19 @@ def run_variant(
         "mean_memory_tokens": statistics.fmean(token_counts),
         "assemble_ms_median": 1000 * statistics.median(times),
     }
+
+
+#: ``--store postgres``: each conversation in a fresh database on a pgserver PostgreSQL (the
+#: store does the retrieval), instead of the in-memory store.
+STORE = {"kind": "memory"}
+
+
+def store_url() -> str:
+    if STORE["kind"] == "memory":
+        return "memory:"
+    from lamina.testing.postgres import fresh_database, server_dsn
+
+    return fresh_database(server_dsn(), extensions=("vector",))
 
 
 def record_blocks(svc: Any) -> list[Any]:
@@ -341,6 +358,21 @@ def _mean(result: dict[str, Any], ids: list[str]) -> float:
     return statistics.fmean(x for sid in ids for x in result["per_sample"].get(sid, []))
 
 
+def scale(samples: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """``--scale``: see ``memory_scale.py``."""
+    import numpy as np
+    from memory_scale import run
+
+    started = time.perf_counter()
+    base = [c for s in samples for c in turns(s)]
+    vecs = np.asarray(embed_cached([c.text for c in base]), dtype=np.float32)
+    print(f"embedded {len(base)} turns in {time.perf_counter() - started:.1f}s", flush=True)
+    qs = [
+        str(qa["question"]) for s in samples for qa in s["qa"] if qa.get("category") in CATEGORIES
+    ]
+    run(base, vecs, qs[: args.questions], pg_items=args.pg_items, memory_items=args.memory_items)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=int, default=1024)
@@ -352,11 +384,29 @@ def main() -> None:
         help="cross-validate the settings: tune on three conversations, report on the other three",
     )
     ap.add_argument("--grid", choices=sorted(GRIDS), default="fusion", help="the --cv grid")
+    ap.add_argument(
+        "--scale",
+        action="store_true",
+        help="time PostgreSQL at --pg-items against the in-memory store at --memory-items",
+    )
+    ap.add_argument(
+        "--store",
+        choices=("memory", "postgres"),
+        default="memory",
+        help="where the recall runs keep each conversation (postgres: pgserver)",
+    )
+    ap.add_argument("--pg-items", type=int, default=1_000_000)
+    ap.add_argument("--memory-items", type=int, default=100_000)
+    ap.add_argument("--questions", type=int, default=300, help="questions timed by --scale")
     args, _unknown = ap.parse_known_args()  # `./dev bench ARGS` passes every script the same args
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     samples = load()
     names = [v for v in args.variants.split(",") if v]
     embedded = None
+    STORE["kind"] = args.store
+    if args.scale:
+        scale(samples, args)
+        return
     if args.cv:
         names = []
     if args.cv or args.latency or any(VARIANTS[n].get("embedder") != "none" for n in names):

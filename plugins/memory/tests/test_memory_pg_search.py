@@ -216,6 +216,7 @@ def test_lexemes_keep_term_frequency_and_quote_awkward_terms() -> None:
     made = lexemes(["it's", "a\\b", "x", "x", "x"])
     assert made.vector == "'it''s':1 'a\\\\b':1 'x':1,2,3"
     assert made.length == 5 and made.terms == ("it's", "a\\b", "x")
+    assert made.tfs == (1, 1, 3)
     assert lexemes(["y"] * 300).vector.count(",") == 255  # PostgreSQL keeps 256 positions
 
 
@@ -227,7 +228,10 @@ def _make_old_store(url: str, n: int) -> None:
     db = store.db
     with db.write():
         db.execute("DROP INDEX lamina_chunks_lexemes_gin")
-        db.execute("ALTER TABLE lamina_chunks DROP COLUMN lexemes, DROP COLUMN nterms")
+        db.execute(
+            "ALTER TABLE lamina_chunks DROP COLUMN lexemes, DROP COLUMN terms, "
+            "DROP COLUMN tfs, DROP COLUMN nterms"
+        )
         db.execute("DROP TABLE lamina_chunk_terms")
         db.execute("DELETE FROM lamina_meta WHERE key IN ('analyser', 'bm25_docs', 'bm25_length')")
     store.close()
@@ -332,3 +336,79 @@ def test_reindex_on_sqlite_says_there_is_nothing_to_do(tmp_path: Path) -> None:
 def test_row_mapping_extra_columns() -> None:
     sql = RowMapping("postgres").upsert("chunk", (("lexemes", "?::tsvector"),))
     assert "lexemes = excluded.lexemes" in sql and sql.count("?::tsvector") == 1
+
+
+def test_lexical_search_skips_chunks_that_cannot_reach_the_top(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MaxScore: the rare term's chunks score past what the common terms alone could reach, so
+    the chunks holding only those are never scored; the answer is still the exact top."""
+    import lamina_memory.pgsearch as pgsearch
+    from lamina_memory.db import Database
+
+    chunks = [Chunk(id=f"c{i:03d}", text=f"common words number {i}") for i in range(200)]
+    for i in range(0, 200, 7):
+        chunks[i] = Chunk(id=f"c{i:03d}", text=f"common middle words {i}")
+    for i in (5, 50, 150):
+        chunks[i] = Chunk(id=f"c{i:03d}", text="rare rare rare common")
+    store = open_store(db_url)
+    store.add(chunks)
+    monkeypatch.setattr(pgsearch, "_CHEAP_POSTINGS", 1)
+    rounds: list[str] = []
+    real = Database.rows
+
+    def spy(self: Database, text: str, params: Any = ()) -> Any:
+        if "@@" in text:
+            rounds.append(text)
+        return real(self, text, params)
+
+    monkeypatch.setattr(Database, "rows", spy)
+    terms = analyse("rare middle common")
+    for limit, want_rounds in ((3, 1), (10, 2)):
+        rounds.clear()
+        hits, _ = store.search_chunks(
+            terms,
+            None,
+            who=frozenset(),
+            since=None,
+            exclude=frozenset(),
+            limit=limit,
+            overfetch=1,
+        )
+        scores = Lexical([c.text for c in chunks]).scores(terms)
+        best = sorted(range(200), key=lambda i: (-float(scores[i]), i))[:limit]
+        assert [h.id for h in hits] == [chunks[i].id for i in best]
+        assert len(rounds) == want_rounds  # ten places: the middle term is needed too
+    store.close()
+
+
+def test_dense_search_asks_again_when_permissions_leave_too_few(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lamina_memory.db import Database
+
+    store = open_store(db_url)
+    store.add(
+        [
+            Chunk(id=f"c{i:03d}", text=f"t{i}", embedding=(1.0, i / 100, 0.5), acl=acl)
+            for i in range(150)
+            for acl in [("ops",) if i % 10 else ()]
+        ]
+    )
+    asked: list[str] = []
+    real = Database.execute
+
+    def spy(self: Database, text: str, params: Any = ()) -> Any:
+        if "hnsw.ef_search" in text:
+            asked.append(params[0])
+        return real(self, text, params)
+
+    monkeypatch.setattr(Database, "execute", spy)
+    args = {"since": None, "exclude": frozenset(), "limit": 50, "overfetch": 4}
+    _, ops = store.search_chunks([], (1.0, 0.0, 0.5), who=frozenset({"ops"}), **args)
+    assert asked == ["62"] and [h.id for h in ops][:3] == ["c000", "c001", "c002"]
+    asked.clear()
+    _, anyone = store.search_chunks([], (1.0, 0.0, 0.5), who=frozenset(), **args)
+    assert asked == ["62", "200"]  # 15 public chunks of 150: the first scan finds 7
+    assert [h.id for h in anyone] == [f"c{i:03d}" for i in range(0, 150, 10)]
+    store.close()

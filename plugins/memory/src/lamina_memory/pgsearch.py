@@ -4,7 +4,10 @@ process holds every chunk.
 
 Each chunk's ``lexemes`` are the terms of Lamina's own analyser (``signals.analyse``: the stop
 words and Snowball stems the in-memory BM25 uses), written as a ``tsvector`` whose positions
-1..tf count each term; ``nterms`` is its length. ``lamina_chunk_terms`` keeps each term's
+1..tf count each term, which the GIN index matches; ``terms`` and ``tfs`` hold the same distinct
+terms and their frequencies as arrays, which a query scores from (``array_position`` costs a
+fraction of unnesting the ``tsvector`` per row); ``nterms`` is the text's length in terms.
+``lamina_chunk_terms`` keeps each term's
 document frequency and the meta table the corpus size and total length, updated by every write,
 so a query computes BM25 exactly as ``bm25s``'s Lucene variant does in memory (same idf, same
 term-frequency part). A store written before these columns existed gets them when it opens: the
@@ -31,6 +34,8 @@ K1, B = 1.5, 0.75
 _MAX_TF, _MAX_LEXEME, _MAX_VECTOR = 256, 2046, 1_000_000
 #: Texts analysed per batch when a store is migrated or re-indexed.
 MIGRATE_BATCH = 5_000
+#: Postings (chunks holding a term) scored in the first round of a lexical search.
+_CHEAP_POSTINGS = 2_000
 #: The most neighbours pgvector's HNSW scan may return (``hnsw.ef_search`` at most 1,000).
 _EF_MAX = 1_000
 
@@ -64,6 +69,7 @@ class Analysed:
     vector: str
     length: int
     terms: tuple[str, ...]
+    tfs: tuple[int, ...]
 
 
 def lexemes(terms: Sequence[str]) -> Analysed:
@@ -71,6 +77,7 @@ def lexemes(terms: Sequence[str]) -> Analysed:
     tf = Counter(t for t in terms if len(t.encode("utf-8")) <= _MAX_LEXEME)
     parts: list[str] = []
     kept: list[str] = []
+    tfs: list[int] = []
     size = 0
     for term, n in tf.items():
         part = f"{_quote(term)}:{','.join(str(i) for i in range(1, min(n, _MAX_TF) + 1))}"
@@ -79,7 +86,13 @@ def lexemes(terms: Sequence[str]) -> Analysed:
             break
         parts.append(part)
         kept.append(term)
-    return Analysed(vector=" ".join(parts), length=len(terms), terms=tuple(kept))
+        tfs.append(n)
+    return Analysed(vector=" ".join(parts), length=len(terms), terms=tuple(kept), tfs=tuple(tfs))
+
+
+def columns(a: Analysed) -> tuple[str, list[str], list[int], int]:
+    """The chunk row's ``lexemes``, ``terms``, ``tfs`` and ``nterms`` values."""
+    return a.vector, list(a.terms), list(a.tfs), a.length
 
 
 def analysed(text: str) -> Analysed:
@@ -110,12 +123,24 @@ class ChunkSearch:
         db, p = self.db, self.prefix
         db.execute(
             f"ALTER TABLE {self.chunks} ADD COLUMN IF NOT EXISTS lexemes tsvector, "
+            "ADD COLUMN IF NOT EXISTS terms TEXT[], ADD COLUMN IF NOT EXISTS tfs INTEGER[], "
             "ADD COLUMN IF NOT EXISTS nterms INTEGER"
         )
         db.execute(
             f"CREATE TABLE IF NOT EXISTS {self.terms} (term TEXT PRIMARY KEY, df INTEGER NOT NULL)"
         )
         db.execute(f"CREATE INDEX IF NOT EXISTS {p}chunks_seq ON {self.chunks}(seq)")
+        # Vectors out of line: a row stays a few hundred bytes, so the full-text search reads
+        # few pages per match (pgvector's HNSW index keeps its own copy of each vector).
+        # Rows written before keep their layout until rewritten.
+        options = db.one(
+            "SELECT reloptions FROM pg_class WHERE oid = to_regclass(?)", (self.chunks,)
+        )
+        if not options or "toast_tuple_target=256" not in (options[0] or []):
+            db.execute(
+                f"ALTER TABLE {self.chunks} ALTER COLUMN embedding SET STORAGE EXTERNAL, "
+                "SET (toast_tuple_target = 256)"
+            )
         if self._meta("analyser") != ANALYSER:
             self.reanalyse(progress)
         db.execute(
@@ -139,9 +164,11 @@ class ChunkSearch:
             if not rows:
                 break
             done_rows = [(analysed(str(text)), str(cid)) for _seq, cid, text in rows]
-            params = [(a.vector, a.length, cid) for a, cid in done_rows]
+            params = [(*columns(a), cid) for a, cid in done_rows]
             db.many(
-                f"UPDATE {self.chunks} SET lexemes = ?::tsvector, nterms = ? WHERE id = ?", params
+                f"UPDATE {self.chunks} SET lexemes = ?::tsvector, terms = ?::text[], "
+                "tfs = ?::int[], nterms = ? WHERE id = ?",
+                params,
             )
             last = int(rows[-1][0])
             done += len(rows)
@@ -180,8 +207,7 @@ class ChunkSearch:
         old = {
             str(r[0]): (r[1] or [], int(r[2] or 0))
             for r in db.rows(
-                f"SELECT id, tsvector_to_array(lexemes), nterms FROM {self.chunks} "
-                "WHERE id = ANY(?)",
+                f"SELECT id, terms, nterms FROM {self.chunks} WHERE id = ANY(?)",
                 (list(written),),
             )
         }
@@ -236,31 +262,62 @@ class ChunkSearch:
         limit: int,
     ) -> list[Hit]:
         """The ``limit`` best chunks by BM25 (Lucene's variant, as ``bm25s`` scores in memory)
-        among those the caller may see, best first, ties by the chunks' order."""
+        among those the caller may see, best first, ties by the chunks' order.
+
+        Exact top-k without scoring every chunk that holds a common term (MaxScore): the
+        terms are taken rarest first; the chunks holding the terms taken so far are scored
+        on every term, and once the ``limit``-th best score reaches the most a chunk holding
+        none of them could score (the sum of the other terms' idf: a term's frequency part is
+        below 1), no other chunk can enter the top.
+        """
         unique = list(dict.fromkeys(terms))
-        if not unique:
+        if not unique or limit <= 0:
             return []
         db = self.db
         n = max(self.count(), 1)
         total = int(self._meta("bm25_length") or 0)
         avgdl = total / n if total else 1.0
-        known = db.rows(f"SELECT term, df FROM {self.terms} WHERE term = ANY(?)", (unique,))
+        known = sorted(
+            (
+                (str(t), int(d))
+                for t, d in db.rows(
+                    f"SELECT term, df FROM {self.terms} WHERE term = ANY(?)", (unique,)
+                )
+            ),
+            key=lambda td: (td[1], td[0]),
+        )
         if not known:
             return []
-        names = [str(t) for t, _ in known]
-        idf = [math.log(1 + (n - int(d) + 0.5) / (int(d) + 0.5)) for _, d in known]
+        names = [t for t, _ in known]
+        idf = [math.log(1 + (n - d + 0.5) / (d + 0.5)) for _, d in known]
         where, params = self._filters(who, since, exclude)
-        rows = db.rows(
+        # BM25 of each term: idf × tf / (tf + k1 × (1 - b + b × nterms / avgdl)), the term's
+        # frequency read from the arrays (0 where the chunk lacks it).
+        tf = "COALESCE(c.tfs[array_position(c.terms, ?::text)], 0)"
+        norm = "(?::float8 + ?::float8 * c.nterms)"
+        parts, score_params = [], []
+        for term, weight in zip(names, idf, strict=True):
+            parts.append(f"?::float8 * {tf} / ({tf} + {norm})")
+            score_params += [weight, term, term, K1 * (1 - B), K1 * B / avgdl]
+        sql = (
             f"SELECT c.id, c.seq, c.session, c.text, c.time, c.salience, s.score "
-            f"FROM {self.chunks} c CROSS JOIN LATERAL ("
-            "SELECT sum(q.idf * cardinality(u.positions) / (cardinality(u.positions) "
-            "+ ?::float8 * (1 - ?::float8 + ?::float8 * c.nterms / ?::float8))) AS score "
-            "FROM unnest(c.lexemes) u JOIN unnest(?::text[], ?::float8[]) AS q(term, idf) "
-            f"ON q.term = u.lexeme) s WHERE c.lexemes @@ ?::tsquery AND {where} "
-            "ORDER BY s.score DESC, c.seq LIMIT ?",
-            (K1, B, B, avgdl, names, idf, tsquery(names), *params, limit),
+            f"FROM {self.chunks} c CROSS JOIN LATERAL (SELECT {' + '.join(parts)} AS score) s "
+            f"WHERE c.lexemes @@ ?::tsquery AND {where} ORDER BY s.score DESC, c.seq LIMIT ?"
         )
-        return [_hit(r) for r in rows]
+        # Start with the rare terms whose chunks are cheap to score, then widen.
+        taken, postings = 1, known[0][1]
+        while taken < len(known) and postings + known[taken][1] <= _CHEAP_POSTINGS:
+            postings += known[taken][1]
+            taken += 1
+        while True:
+            rows = db.rows(
+                sql,
+                (*score_params, tsquery(names[:taken]), *params, limit),
+            )
+            rest = sum(idf[taken:])
+            if taken == len(known) or (len(rows) == limit and float(rows[-1][6]) >= rest):
+                return [_hit(r) for r in rows]
+            taken += 1
 
     def dense(
         self,
@@ -273,22 +330,29 @@ class ChunkSearch:
         limit: int,
         overfetch: int,
     ) -> list[Hit]:
-        """The ``limit`` chunks nearest ``vector`` (cosine) among those the caller may see:
-        pgvector's HNSW index gives ``limit × overfetch`` (at most 1,000), the permissions and
-        filters keep what they allow."""
+        """The ``limit`` chunks nearest ``vector`` (cosine) among those the caller may see.
+        pgvector's HNSW index gives the nearest ``limit × 1.25`` first (``hnsw.ef_search`` as
+        large, so that many come back); when the permissions and filters leave fewer than
+        ``limit`` of a full scan, it is asked again for ``limit × overfetch`` (at most 1,000,
+        pgvector's bound)."""
         db = self.db
-        k = min(_EF_MAX, max(limit * overfetch, 40))
-        db.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(k),))
         typed = f"vector({int(dim)})"
         where, params = self._filters(who, since, exclude)
-        rows = db.rows(
-            "SELECT c.id, c.seq, c.session, c.text, c.time, c.salience, c.score FROM ("
-            f"SELECT id, seq, session, text, time, salience, acl, "
-            f"1 - (embedding::{typed} <=> ?b::{typed}) AS score FROM {self.chunks} "
-            f"WHERE embedding IS NOT NULL ORDER BY embedding::{typed} <=> ?b::{typed} LIMIT ?"
-            f") c WHERE {where} ORDER BY c.score DESC, c.seq LIMIT ?",
-            (vector, vector, k, *params, limit),
-        )
+        full = min(_EF_MAX, max(limit * overfetch, 40))
+        rows: list[tuple[Any, ...]] = []
+        for k in dict.fromkeys((min(full, max(40, limit + limit // 4)), full)):
+            db.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(k),))
+            rows = db.rows(
+                "SELECT c.id, c.seq, c.session, c.text, c.time, c.salience, c.score, c.scanned "
+                "FROM (SELECT n.*, count(*) OVER () AS scanned FROM ("
+                "SELECT id, seq, session, text, time, salience, acl, "
+                f"1 - (embedding::{typed} <=> ?b::{typed}) AS score FROM {self.chunks} "
+                f"WHERE embedding IS NOT NULL ORDER BY embedding::{typed} <=> ?b::{typed} "
+                f"LIMIT ?) n) c WHERE {where} ORDER BY c.score DESC, c.seq LIMIT ?",
+                (vector, vector, k, *params, limit),
+            )
+            if len(rows) >= limit or (rows and int(rows[0][7]) < k):
+                break  # enough, or the index holds no more
         return [_hit(r) for r in rows]
 
     def around(

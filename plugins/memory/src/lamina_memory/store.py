@@ -19,7 +19,7 @@ from attrs import frozen
 from lamina import ConfigError
 from lamina_memory.db import Database
 from lamina_memory.errors import MemoryStoreError
-from lamina_memory.pgsearch import Analysed, ChunkSearch, Hit, Progress, analysed
+from lamina_memory.pgsearch import Analysed, ChunkSearch, Hit, Progress, analysed, columns
 from lamina_memory.records import (
     KIND_OF,
     Chunk,
@@ -49,7 +49,12 @@ SCHEMES = ("sqlite", "postgresql", "postgres", "memory")
 #: Serialises schema creation by concurrent processes on one PostgreSQL database.
 _PG_SCHEMA_LOCK = 7_423_013_003
 #: The columns a PostgreSQL chunk row has beyond the record's: its analysed text.
-_PG_CHUNK_EXTRA = (("lexemes", "?::tsvector"), ("nterms", "?"))
+_PG_CHUNK_EXTRA = (
+    ("lexemes", "?::tsvector"),
+    ("terms", "?::text[]"),
+    ("tfs", "?::int[]"),
+    ("nterms", "?"),
+)
 
 
 @frozen(kw_only=True)
@@ -297,7 +302,7 @@ class SQLStore:
                     row = (*row[:-1], seq)
                     if self.search is not None:
                         texts[m.id] = words = analysed(m.text)
-                        row = (*row, words.vector, words.length)
+                        row = (*row, *columns(words))
                 by_kind.setdefault(KIND_OF[type(m)], []).append(row)
             if self.search is not None and texts:
                 self.search.count_terms(texts)  # before the rows change: replaced terms leave

@@ -1,0 +1,219 @@
+"""``bench_memory.py --scale``: retrieval latency of a PostgreSQL store holding a million chunks
+(the store does the retrieval: BM25 in SQL over a GIN-indexed tsvector, pgvector's HNSW index)
+next to the in-memory store at 100,000, in one run.
+
+The corpus is the six LoCoMo conversations' turns repeated with fresh ids (each repetition its
+own sessions) and, for dense retrieval, their MiniLM vectors with a little Gaussian noise
+(sigma 0.02 per dimension, renormalised) so that no two vectors are equal. PostgreSQL is a
+throw-away pgserver (fsync off), loaded in batches of 5,000 rows (``executemany``, pipelined
+by psycopg) with its GIN and HNSW indexes dropped, then built once (timed). Each store then
+answers the same 300 LoCoMo questions through ``MemoryService.retrieve`` (all five sources,
+neighbours 1, cache off): end to end (the query embedded with one BLAS thread) and with the
+query vectors computed beforehand (search only).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from lamina_memory.records import Chunk
+from lamina_memory.retrieval import Filters
+
+BATCH = 5_000
+NOISE = 0.02
+
+
+def batches(base: list[Chunk], vecs: Any, n: int, batch: int = BATCH) -> Iterator[list[Chunk]]:
+    """``n`` chunks: ``base`` repeated with fresh ids and sessions, noisy vectors if ``vecs``."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for start in range(0, n, batch):
+        idx = np.arange(start, min(n, start + batch))
+        noisy = None
+        if vecs is not None:
+            noisy = vecs[idx % len(base)] + rng.normal(0, NOISE, (len(idx), vecs.shape[1]))
+            noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+        out = []
+        for k, i in enumerate(idx.tolist()):
+            c = base[i % len(base)]
+            out.append(
+                Chunk(
+                    id=f"{c.id}#{i}",
+                    text=c.text,
+                    time=c.time,
+                    session=f"{c.session}#{i // len(base)}",
+                    embedding=None if noisy is None else tuple(noisy[k].tolist()),
+                )
+            )
+        yield out
+
+
+def rss_mb() -> float:
+    """This process's resident memory now, in MB (Linux)."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def load_postgres(url: str, base: list[Chunk], vecs: Any, n: int) -> dict[str, float]:
+    """Load ``n`` chunks into the store at ``url`` with its indexes dropped, then build them."""
+    from lamina_memory.store import open_store
+
+    store = open_store(url)
+    db = store.db
+    started = time.perf_counter()
+    done = 0
+    for i, part in enumerate(batches(base, vecs, n)):
+        store.write(part)
+        done += len(part)
+        if i == 0:  # the first write made the HNSW index (the store's dimension is known)
+            with db.write():
+                db.execute("DROP INDEX IF EXISTS lamina_chunks_embedding_hnsw")
+                db.execute("DROP INDEX IF EXISTS lamina_chunks_lexemes_gin")
+        if i % 20 == 0:
+            print(f"  loaded {done:,} of {n:,} chunks", flush=True)
+    loaded = time.perf_counter() - started
+    assert store.search is not None
+    with db.write():
+        db.execute("SET LOCAL maintenance_work_mem = '4GB'")
+        db.execute("SET LOCAL max_parallel_maintenance_workers = 1")
+        t0 = time.perf_counter()
+        store.search.ensure()  # the GIN index
+        gin = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        if vecs is not None:
+            store._vector_index(vecs.shape[1])
+        hnsw = time.perf_counter() - t0
+    db.execute("VACUUM ANALYZE lamina_chunks")
+    store.close()
+    return {"load_s": loaded, "gin_s": gin, "hnsw_s": hnsw}
+
+
+def time_queries(
+    url: str, questions: list[str], dense: bool, vectors: dict[str, Any] | None
+) -> dict[str, float]:
+    """``retrieve`` times over ``questions`` on the store at ``url``."""
+    from lamina_memory.service import MemoryService
+    from lamina_memory.settings import Settings
+
+    from lamina import LaminaConfig
+
+    settings = Settings(store=url, cache_ttl=0, embedder="minilm" if dense else None, neighbours=1)
+    svc = MemoryService(settings, LaminaConfig())
+    try:
+        return _time_service(svc, questions, vectors)
+    finally:
+        svc.close()
+
+
+class _Lookup:
+    """An embedder whose query vectors were computed beforehand (search time alone)."""
+
+    def __init__(self, real: Any, vectors: dict[str, Any]) -> None:
+        self.name, self.dim, self._vectors = real.name, real.dim, vectors
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        return np.stack([self._vectors[t] for t in texts])
+
+
+def run(
+    base: list[Chunk], vecs: Any, questions: list[str], *, pg_items: int, memory_items: int
+) -> None:
+    """Load both stores and print p50 / p95 / p99 per query, BM25 alone and fused."""
+    from lamina_memory.embedders import get_embedder
+    from lamina_memory.service import MemoryService
+    from lamina_memory.settings import Settings
+
+    from lamina import LaminaConfig
+    from lamina.testing.postgres import fresh_database, server_dsn
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    qvecs = dict(zip(questions, get_embedder("minilm").embed(questions), strict=True))
+    print(f"PostgreSQL: {pg_items:,} chunks, in memory: {memory_items:,}", flush=True)
+    url = fresh_database(server_dsn(), extensions=("vector",))
+    built = load_postgres(url, base, vecs, pg_items)
+    print(
+        f"  PostgreSQL load {built['load_s']:.0f} s ({pg_items / built['load_s']:,.0f} rows/s), "
+        f"GIN index {built['gin_s']:.0f} s, HNSW index {built['hnsw_s']:.0f} s",
+        flush=True,
+    )
+    mem_url = "memory:"
+    results: dict[tuple[str, str], dict[str, float]] = {}
+    # The in-memory store lives in its service: load it once per setting.
+    for dense in (False, True):
+        for mode, lookup in (("end to end", None), ("search only", qvecs)):
+            if not dense and lookup is not None:
+                continue
+            label = ("fused" if dense else "bm25") + f", {mode}"
+            results[("postgresql", label)] = time_queries(url, questions, dense, lookup)
+            svc = MemoryService(
+                Settings(
+                    store=mem_url,
+                    cache_ttl=0,
+                    embedder="minilm" if dense else None,
+                    neighbours=1,
+                ),
+                LaminaConfig(),
+            )
+            for part in batches(base, vecs if dense else None, memory_items):
+                svc.add(part, embed=False)
+            results[("memory", label)] = _time_service(svc, questions, lookup)
+            svc.close()
+            pg, mem = results[("postgresql", label)], results[("memory", label)]
+            print(
+                f"  {label:22s} PostgreSQL {pg_items:>9,}: p50 {pg['p50_ms']:6.1f} ms  "
+                f"p95 {pg['p95_ms']:6.1f}  p99 {pg['p99_ms']:6.1f}  (RSS {pg['rss_mb']:,.0f} MB)"
+                f" | memory {memory_items:>7,}: p50 {mem['p50_ms']:6.1f}  p95 {mem['p95_ms']:6.1f}"
+                f"  p99 {mem['p99_ms']:6.1f}  (RSS {mem['rss_mb']:,.0f} MB)"
+                f" | p95 ratio {pg['p95_ms'] / mem['p95_ms']:.2f}x",
+                flush=True,
+            )
+
+
+def _time_service(
+    svc: Any, questions: list[str], vectors: dict[str, Any] | None
+) -> dict[str, float]:
+    """``retrieve`` times over ``questions`` (after 20 warm-up queries); with ``vectors`` the
+    query vectors are looked up instead of embedded."""
+    from lamina.tokens import TiktokenTokenizer
+
+    if vectors is not None and svc.embedder is not None:
+        svc._embedder = _Lookup(svc.embedder, vectors)
+    svc.snapshot()
+    tok = TiktokenTokenizer("o200k_base")
+
+    def one(q: str) -> float:
+        started = time.perf_counter()
+        svc.retrieve(
+            text=q,
+            session="locomo",
+            now=datetime(2026, 1, 1, tzinfo=UTC),
+            who=frozenset(),
+            filters=Filters(),
+            budget=1024,
+            tokenizer=tok,
+            fmt="markdown",
+        )
+        return time.perf_counter() - started
+
+    for q in questions[:20]:
+        one(q)
+    rss = rss_mb()
+    times = sorted(one(q) for q in questions)
+    return {
+        "p50_ms": 1000 * statistics.median(times),
+        "p95_ms": 1000 * times[int(0.95 * len(times))],
+        "p99_ms": 1000 * times[int(0.99 * len(times))],
+        "max_ms": 1000 * times[-1],
+        "rss_mb": rss,
+    }
