@@ -32,6 +32,8 @@ ANALYSER = "snowball-english-1"
 K1, B = 1.5, 0.75
 #: PostgreSQL's limits: positions per lexeme, bytes per lexeme, bytes per tsvector.
 _MAX_TF, _MAX_LEXEME, _MAX_VECTOR = 256, 2046, 1_000_000
+#: Rows above this many bytes move their vector out of line (``toast_tuple_target``).
+_ROW_TARGET = 1024
 #: Texts analysed per batch when a store is migrated or re-indexed.
 MIGRATE_BATCH = 5_000
 #: Postings (chunks holding a term) scored in the first round of a lexical search.
@@ -130,16 +132,17 @@ class ChunkSearch:
             f"CREATE TABLE IF NOT EXISTS {self.terms} (term TEXT PRIMARY KEY, df INTEGER NOT NULL)"
         )
         db.execute(f"CREATE INDEX IF NOT EXISTS {p}chunks_seq ON {self.chunks}(seq)")
-        # Vectors out of line: a row stays a few hundred bytes, so the full-text search reads
-        # few pages per match (pgvector's HNSW index keeps its own copy of each vector).
-        # Rows written before keep their layout until rewritten.
+        # Vectors out of line (above 1 kB a row moves its vector to the TOAST table first):
+        # a row stays a few hundred bytes with its text, terms and frequencies inline, so
+        # the full-text search reads few pages per match (pgvector's HNSW index keeps its own
+        # copy of each vector). Rows written before keep their layout until rewritten.
         options = db.one(
             "SELECT reloptions FROM pg_class WHERE oid = to_regclass(?)", (self.chunks,)
         )
-        if not options or "toast_tuple_target=256" not in (options[0] or []):
+        if not options or f"toast_tuple_target={_ROW_TARGET}" not in (options[0] or []):
             db.execute(
                 f"ALTER TABLE {self.chunks} ALTER COLUMN embedding SET STORAGE EXTERNAL, "
-                "SET (toast_tuple_target = 256)"
+                f"SET (toast_tuple_target = {_ROW_TARGET})"
             )
         if self._meta("analyser") != ANALYSER:
             self.reanalyse(progress)

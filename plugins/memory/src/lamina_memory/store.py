@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
-
-from attrs import frozen
+from typing import Any
 
 from lamina import ConfigError
 from lamina_memory.db import Database
@@ -31,6 +29,7 @@ from lamina_memory.records import (
     Relation,
 )
 from lamina_memory.rows import RowMapping
+from lamina_memory.storetypes import Contents, Store
 
 __all__ = [
     "SCHEMES",
@@ -55,87 +54,6 @@ _PG_CHUNK_EXTRA = (
     ("tfs", "?::int[]"),
     ("nterms", "?"),
 )
-
-
-@frozen(kw_only=True)
-class Contents:
-    """Everything a store holds at one ``version``, read in one transaction."""
-
-    version: int
-    events: list[EpisodicEvent]
-    chunks: list[Chunk]
-    entities: list[Entity]
-    relations: list[Relation]
-    patterns: list[Pattern]
-
-
-class Store(Protocol):
-    """What the service and retrieval ask of a store."""
-
-    url: str
-    name: str
-
-    def add(self, memories: Iterable[Memory]) -> int: ...
-
-    def write(
-        self, memories: Iterable[Memory], *, marks: Mapping[str, str | None] | None = None
-    ) -> int: ...
-
-    def mark(self, key: str) -> str | None: ...
-
-    def put_mark(self, key: str, value: str) -> None: ...
-
-    def version(self) -> int: ...
-
-    def embedding_dim(self) -> int | None: ...
-
-    def contents(self, *, chunks: bool = True) -> Contents: ...
-
-    def count(self) -> int: ...
-
-    def reindex(self, progress: Progress | None = None) -> int: ...
-
-    @property
-    def searches_chunks(self) -> bool: ...
-
-    def search_chunks(
-        self,
-        terms: Sequence[str],
-        vector: Any,
-        *,
-        who: frozenset[str],
-        since: datetime | None,
-        exclude: frozenset[str],
-        limit: int,
-        overfetch: int,
-    ) -> tuple[list[Hit], list[Hit]]: ...
-
-    def chunks_around(
-        self,
-        seqs: Sequence[int],
-        reach: int,
-        *,
-        who: frozenset[str],
-        since: datetime | None,
-        exclude: frozenset[str],
-    ) -> dict[int, list[Hit]]: ...
-
-    def events(self) -> list[EpisodicEvent]: ...
-
-    def chunks(self) -> list[Chunk]: ...
-
-    def entities(self) -> list[Entity]: ...
-
-    def relations(self) -> list[Relation]: ...
-
-    def patterns(self) -> list[Pattern]: ...
-
-    @property
-    def indexes_vectors(self) -> bool: ...
-
-    def nearest(self, vector: Iterable[float], k: int) -> list[tuple[str, float]]: ...
-
-    def close(self) -> None: ...
 
 
 def check_url(url: str) -> str:
