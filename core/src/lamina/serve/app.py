@@ -21,6 +21,7 @@ from lamina.html.shell import CSP
 from lamina.model.result import AgentResult
 from lamina.schema import json_schema
 from lamina.serde import structure, unstructure
+from lamina.serve.encode import ContextEncoder
 from lamina.serve.openapi import openapi_document
 from lamina.serve.problems import MEDIA_TYPE, from_exception, problem
 from lamina.serve.security import Guard
@@ -117,8 +118,15 @@ async def read_json(request: Request, limit: int) -> Any:
         raise SerdeError([f"not JSON: {exc}"], what="request body") from exc
 
 
-def create_app(service: Service, *, token: str | None = None, max_body: int = MAX_BODY) -> Any:
-    """The ASGI app for ``service``; ``token`` requires a bearer token on every request."""
+def create_app(
+    service: Service,
+    *,
+    token: str | None = None,
+    max_body: int = MAX_BODY,
+    encoder: ContextEncoder | None = None,
+) -> Any:
+    """The ASGI app for ``service``; ``token`` requires a bearer token on every request;
+    ``encoder`` writes assembled contexts (one of its own by default)."""
 
     def endpoint(
         handler: Callable[[Request], Awaitable[Response]],
@@ -138,6 +146,8 @@ def create_app(service: Service, *, token: str | None = None, max_body: int = MA
 
         return run
 
+    encoder = encoder or ContextEncoder(dumps)
+
     async def body(request: Request, cls: type[T]) -> T:
         return structure(await read_json(request, max_body), cls, what=cls.__name__)
 
@@ -154,7 +164,7 @@ def create_app(service: Service, *, token: str | None = None, max_body: int = MA
             from lamina.html import render_html
 
             return page(render_html(ctx))
-        return ok(ctx)
+        return Response(encoder.encode(ctx), media_type=JSON)
 
     async def turns(request: Request) -> Response:
         label = request.path_params["label"]
