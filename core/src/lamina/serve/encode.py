@@ -18,6 +18,7 @@ a value orjson refuses sends the whole reply the old way.
 from __future__ import annotations
 
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from itertools import repeat
@@ -47,11 +48,12 @@ Chunk = bytes | memoryview
 
 class Written:
     """One array as a stream's last reply wrote it: its items, its JSON between the brackets
-    (``json``, a view of that reply) and where each item's JSON ends in it (``ends``)."""
+    (``json``, a view of that reply) and where each item's JSON ends in it (``ends``, machine
+    integers: a run of them is copied, not counted out)."""
 
     __slots__ = ("_at", "ends", "items", "json")
 
-    def __init__(self, items: tuple[object, ...], json: Chunk, ends: list[int]) -> None:
+    def __init__(self, items: tuple[object, ...], json: Chunk, ends: array[int]) -> None:
         self.items, self.json, self.ends = items, json, ends
         self._at: dict[int, int] | None = None
 
@@ -66,7 +68,7 @@ class Written:
         return self.ends[j - 1] + 1 if j else 0
 
 
-_NOTHING = Written((), b"", [])
+_NOTHING = Written((), b"", array("q"))
 
 
 class Stream:
@@ -86,10 +88,10 @@ class Array:
     def __init__(self, items: tuple[object, ...]) -> None:
         self.items = items
         self.chunks: list[Chunk] = []
-        self.ends: list[int] = []
+        self.ends = array("q")
         self.size = -1  # bytes so far, less the comma the next chunk brings
 
-    def add(self, chunk: Chunk, ends: list[int] | None = None, start: int = 0) -> None:
+    def add(self, chunk: Chunk, ends: array[int] | None = None, start: int = 0) -> None:
         """A chunk: one new item's JSON, or a run of a last reply's (``ends`` from
         ``start``)."""
         at = self.size + 1
@@ -100,7 +102,7 @@ class Array:
         elif at == start:
             self.ends += ends
         else:
-            self.ends += map(add, ends, repeat(at - start))
+            self.ends.extend(map(add, ends, repeat(at - start)))
 
     def written(self, body: bytes, at: int) -> Written:
         """The array as it lies in ``body`` from ``at`` (its ``[``)."""
@@ -177,7 +179,7 @@ class ContextEncoder:
         """``items`` as chunks: each run of the same objects as ``last`` held is one slice of
         its JSON, each other item written."""
         dumps, was = self._orjson.dumps, last.items
-        out = Array(tuple(items))
+        out = Array(items if isinstance(items, tuple) else tuple(items))
         items = out.items
         i, j, n, written = 0, 0, len(items), 0
         while i < n:
