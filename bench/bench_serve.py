@@ -19,7 +19,8 @@ file in a temp dir.
 Latency phase: rounds of every session's next turn, the two sides interleaved step by step
 (the same turn of the same session on each, one after the other), so background load hits
 both alike. Reports p50/p99 per request kind and the service's overhead at p50, and the assembly p50 of
-both sides by the size of the context (the two sides assemble the same contexts).
+both sides by the size of the context (the two sides assemble the same contexts), with how
+long the host took to decode the service's reply (part of the service's time).
 Throughput phase: ``--clients`` threads, each driving its own sessions, on each side in turn;
 reports turns/s.
 
@@ -170,6 +171,7 @@ class Service:
         self.script = script
         self.local = threading.local()
         self.size = 0  # bytes of the last reply
+        self.decoding = 0.0  # ms the last reply took to decode
         self.used: dict[str, int] = {}
         #: The largest context the service sent (bytes of JSON, and its tokens).
         self.largest = (0, 0)
@@ -192,7 +194,8 @@ class Service:
         self.size = len(payload)
         if response.status >= 300:
             raise SystemExit(f"{method} {path}: {response.status} {payload[:300]!r}")
-        return self.decode(payload)
+        decoded, self.decoding = timed(lambda: self.decode(payload))
+        return decoded
 
     def assemble(self, session: int, n: int) -> Any:
         question = self.script.turn(session, n)[0]
@@ -255,8 +258,10 @@ def context_tokens(ctx: Any) -> int:
 
 def step(side: Side, session: int, n: int, samples: dict[str, list[float]]) -> None:
     ctx, t_assemble = timed(lambda: side.assemble(session, n))
+    decoding = side.decoding if isinstance(side, Service) else 0.0
     _, t_record = timed(lambda: side.record(session, n, ctx))
     samples["assemble"].append(t_assemble)
+    samples.setdefault("decode", []).append(decoding)
     samples["record"].append(t_record)
     samples.setdefault("tokens", []).append(context_tokens(ctx))
 
@@ -265,7 +270,7 @@ def latency(
     sides: dict[str, Side], sessions: int, turns: int, warmup: int
 ) -> dict[str, dict[str, list[float]]]:
     samples: dict[str, dict[str, list[float]]] = {
-        name: {"assemble": [], "record": [], "tokens": []} for name in sides
+        name: {"assemble": [], "record": [], "tokens": [], "decode": []} for name in sides
     }
     for n in range(turns):
         for s in range(sessions):
@@ -310,13 +315,20 @@ def by_size(samples: dict[str, dict[str, list[float]]], width: int) -> None:
     buckets: dict[int, list[int]] = {}
     for i, tokens in enumerate(inproc["tokens"]):
         buckets.setdefault(int(tokens) // width, []).append(i)
-    print(f"{'context tokens':<16} {'n':>4} {'in-process':>11} {'service':>8} {'overhead':>9}")
+    print(
+        f"{'context tokens':<16} {'n':>4} {'in-process':>11} {'service':>8} {'overhead':>9} "
+        f"{'decoding':>9}"
+    )
     for b in sorted(buckets):
         rows = buckets[b]
         mine = statistics.median(inproc["assemble"][i] for i in rows)
         theirs = statistics.median(service["assemble"][i] for i in rows)
+        decoding = statistics.median(service["decode"][i] for i in rows)
         span = f"{b * width // 1000}k-{(b + 1) * width // 1000}k"
-        print(f"{span:<16} {len(rows):>4} {mine:11.2f} {theirs:8.2f} {theirs - mine:+9.2f}")
+        print(
+            f"{span:<16} {len(rows):>4} {mine:11.2f} {theirs:8.2f} {theirs - mine:+9.2f} "
+            f"{decoding:9.2f}"
+        )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -383,7 +395,11 @@ def main() -> None:
     for kind in ("assemble", "record"):
         over = pct(samples["service"][kind], 0.5) - pct(samples["in-process"][kind], 0.5)
         print(f"service overhead at p50, {kind}: {over:+.2f} ms (goal: <= 2 ms)")
-    print("assembly p50 (ms) by the size of the context:")
+    decoding = pct(samples["service"]["decode"], 0.5)
+    print(
+        f"the host decoding the assembled context (part of the service's time): {decoding:.2f} ms p50"
+    )
+    print("assembly p50 (ms) by the size of the context (decoding: the service's reply's):")
     by_size(samples, args.bucket)
     for name in sides:
         sequential = len(samples[name]["assemble"]) / (
