@@ -207,6 +207,15 @@ def test_term_counts_follow_inserts_and_replacements(db_url: str) -> None:
         docs = store.db.one("SELECT value FROM lamina_meta WHERE key = 'bm25_docs'")
         total = store.db.one("SELECT value FROM lamina_meta WHERE key = 'bm25_length'")
     assert kept == df
+    with store.db.read():
+        bounds = store.db.rows(
+            "SELECT t.term, t.max_tf, t.min_len, max(u.tf), min(c.nterms) "
+            "FROM lamina_chunk_terms t JOIN lamina_chunks c ON t.term = ANY(c.terms) "
+            "CROSS JOIN LATERAL unnest(c.terms, c.tfs) AS u(term, tf) WHERE u.term = t.term "
+            "GROUP BY t.term, t.max_tf, t.min_len"
+        )
+    assert len(bounds) == len(df)
+    assert all(most >= tf and shortest <= length for _, most, shortest, tf, length in bounds)
     assert (int(docs[0]), int(total[0])) == (n, length) == (61, length)
     assert store.count() == 61
     store.close()
@@ -343,7 +352,7 @@ def test_lexical_search_skips_chunks_that_cannot_reach_the_top(
 ) -> None:
     """MaxScore: the rare term's chunks score past what the common terms alone could reach, so
     the chunks holding only those are never scored; the answer is still the exact top."""
-    import lamina_memory.pgsearch as pgsearch
+    import lamina_memory.pgread as pgread
     from lamina_memory.db import Database
 
     chunks = [Chunk(id=f"c{i:03d}", text=f"common words number {i}") for i in range(200)]
@@ -353,7 +362,7 @@ def test_lexical_search_skips_chunks_that_cannot_reach_the_top(
         chunks[i] = Chunk(id=f"c{i:03d}", text="rare rare rare common")
     store = open_store(db_url)
     store.add(chunks)
-    monkeypatch.setattr(pgsearch, "_CHEAP_POSTINGS", 1)
+    monkeypatch.setattr(pgread, "_CHEAP_POSTINGS", 1)
     rounds: list[str] = []
     real = Database.rows
 
@@ -379,6 +388,7 @@ def test_lexical_search_skips_chunks_that_cannot_reach_the_top(
         best = sorted(range(200), key=lambda i: (-float(scores[i]), i))[:limit]
         assert [h.id for h in hits] == [chunks[i].id for i in best]
         assert len(rounds) == want_rounds  # ten places: the middle term is needed too
+        assert all("AND NOT c.lexemes @@" in r for r in rounds[1:])  # none scored twice
     store.close()
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from lamina_memory.blas import one_blas_thread
 from lamina_memory.index import ChunkIndex, Snapshot
-from lamina_memory.pgsearch import Hit
+from lamina_memory.pgread import Hit
 from lamina_memory.query import SECTIONS, Query, fmt_time, recency
 from lamina_memory.records import Candidate, Chunk
 

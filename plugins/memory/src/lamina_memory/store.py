@@ -17,7 +17,8 @@ from typing import Any
 from lamina import ConfigError
 from lamina_memory.db import Database
 from lamina_memory.errors import MemoryStoreError
-from lamina_memory.pgsearch import Analysed, ChunkSearch, Hit, Progress, analysed, columns
+from lamina_memory.pgread import Hit
+from lamina_memory.pgsearch import Analysed, ChunkSearch, Progress, analysed, columns
 from lamina_memory.records import (
     KIND_OF,
     Chunk,

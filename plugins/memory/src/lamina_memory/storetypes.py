@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 from attrs import frozen
 
-from lamina_memory.pgsearch import Hit, Progress
+from lamina_memory.pgread import Hit
+from lamina_memory.pgsearch import Progress
 from lamina_memory.records import Chunk, Entity, EpisodicEvent, Memory, Pattern, Relation
 
 __all__ = ["Contents", "Store"]

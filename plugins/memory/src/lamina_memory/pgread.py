@@ -1,0 +1,244 @@
+"""The searches of store-side retrieval on PostgreSQL (``pgsearch.ChunkSearch`` adds the schema
+and the writes): BM25 over the full-text columns, pgvector's HNSW index, the chunks around the
+hits, each with the caller's permissions and the request's filters in the SQL. Each runs inside
+the caller's read transaction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from attrs import frozen
+
+from lamina_memory.db import Database
+
+#: BM25's constants, as the in-memory index (``index.py``) uses them.
+K1, B = 1.5, 0.75
+#: Postings (chunks holding a term) scored in the first round of a lexical search.
+_CHEAP_POSTINGS = 2_000
+#: The most neighbours pgvector's HNSW scan may return (``hnsw.ef_search`` at most 1,000).
+_EF_MAX = 1_000
+
+
+@frozen(kw_only=True)
+class Hit:
+    """One chunk a store-side search found, with what a candidate needs of it."""
+
+    id: str
+    seq: int
+    session: str
+    text: str
+    time: datetime | None
+    salience: float
+    score: float = 0.0
+    visible: bool = True
+
+
+@frozen(kw_only=True)
+class _Term:
+    """A query term as the store counts it: its idf, and the most it can add to a chunk's
+    score (idf × its largest term-frequency part, from the highest frequency and the shortest
+    chunk it was ever written with: both only ever widen, so the bound holds)."""
+
+    name: str
+    df: int
+    idf: float
+    bound: float
+
+
+class ChunkReads:
+    """The searches over one store's chunk table (``chunks``), term table (``terms``) and
+    meta table (``meta``)."""
+
+    db: Database
+    chunks: str
+    terms: str
+    meta: str
+
+    def _meta(self, key: str) -> str | None:
+        row = self.db.one(f"SELECT value FROM {self.meta} WHERE key = ?", (key,))
+        return None if row is None else str(row[0])
+
+    def count(self) -> int:
+        """How many chunks the store holds (from the totals, not a scan)."""
+        return int(self._meta("bm25_docs") or 0)
+
+    def _filters(
+        self, who: frozenset[str], since: datetime | None, exclude: frozenset[str]
+    ) -> tuple[str, list[Any]]:
+        """The caller's permissions and the request's filters as SQL over ``c``."""
+        sql = ["(c.acl = '[]'::jsonb OR jsonb_exists_any(c.acl, ?::text[]))"]
+        params: list[Any] = [sorted(who)]
+        if since is not None:
+            sql.append("(c.time IS NULL OR c.time >= ?)")
+            params.append(since)
+        if exclude:
+            sql.append("NOT (c.id = ANY(?::text[]))")
+            params.append(sorted(exclude))
+        return " AND ".join(sql), params
+
+    def _terms(self, unique: list[str], n: int, avgdl: float) -> list[_Term]:
+        """The query terms the store knows, rarest first."""
+        out = []
+        for t, d, most, shortest in self.db.rows(
+            f"SELECT term, df, max_tf, min_len FROM {self.terms} WHERE term = ANY(?)", (unique,)
+        ):
+            idf = math.log(1 + (n - int(d) + 0.5) / (int(d) + 0.5))
+            part = 1.0  # the term-frequency part is below 1
+            if most is not None and shortest is not None:
+                part = most / (most + K1 * (1 - B + B * shortest / avgdl))
+            out.append(_Term(name=str(t), df=int(d), idf=idf, bound=idf * part))
+        return sorted(out, key=lambda t: (t.df, t.name))
+
+    def lexical(
+        self,
+        terms: Sequence[str],
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+        limit: int,
+    ) -> list[Hit]:
+        """The ``limit`` best chunks by BM25 (Lucene's variant, as ``bm25s`` scores in memory)
+        among those the caller may see, best first, ties by the chunks' order.
+
+        Exact top-k without scoring every chunk that holds a common term (MaxScore): the
+        terms are taken rarest first, each round scoring (on every term) the chunks that
+        hold a newly taken term and none taken before; once the ``limit``-th best score so
+        far reaches the most the terms not taken could add up to, no other chunk can enter.
+        """
+        unique = list(dict.fromkeys(terms))
+        if not unique or limit <= 0:
+            return []
+        n = max(self.count(), 1)
+        total = int(self._meta("bm25_length") or 0)
+        avgdl = total / n if total else 1.0
+        known = self._terms(unique, n, avgdl)
+        if not known:
+            return []
+        where, params = self._filters(who, since, exclude)
+        # BM25 of each term: idf × tf / (tf + k1 × (1 - b + b × nterms / avgdl)), the term's
+        # frequency read from the arrays (0 where the chunk lacks it).
+        tf = "COALESCE(c.tfs[array_position(c.terms, ?::text)], 0)"
+        norm = "(?::float8 + ?::float8 * c.nterms)"
+        parts, score_params = [], []
+        for term in known:
+            parts.append(f"?::float8 * {tf} / ({tf} + {norm})")
+            score_params += [term.idf, term.name, term.name, K1 * (1 - B), K1 * B / avgdl]
+        head = (
+            "SELECT c.id, c.seq, c.session, c.text, c.time, c.salience, s.score "
+            f"FROM {self.chunks} c CROSS JOIN LATERAL (SELECT {' + '.join(parts)} AS score) s "
+            "WHERE c.lexemes @@ ?::tsquery"
+        )
+        tail = f" AND {where} ORDER BY s.score DESC, c.seq LIMIT ?"
+        best: list[tuple[Any, ...]] = []
+        taken = 0
+        while taken < len(known):
+            # Take the next term, and the ones after it while their chunks are few.
+            start, postings = taken, known[taken].df
+            taken += 1
+            while taken < len(known) and postings + known[taken].df <= _CHEAP_POSTINGS:
+                postings += known[taken].df
+                taken += 1
+            new = tsquery([t.name for t in known[start:taken]])
+            if start:  # the chunks holding an earlier term were scored already
+                old = tsquery([t.name for t in known[:start]])
+                query = f"{head} AND NOT c.lexemes @@ ?::tsquery{tail}"
+                rows = self.db.rows(query, (*score_params, new, old, *params, limit))
+            else:
+                rows = self.db.rows(head + tail, (*score_params, new, *params, limit))
+            best = sorted([*best, *rows], key=lambda r: (-float(r[6]), int(r[1])))[:limit]
+            rest = sum(t.bound for t in known[taken:])
+            if len(best) == limit and float(best[-1][6]) >= rest:
+                break
+        return [_hit(r) for r in best]
+
+    def dense(
+        self,
+        vector: Any,
+        *,
+        dim: int,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+        limit: int,
+        overfetch: int,
+    ) -> list[Hit]:
+        """The ``limit`` chunks nearest ``vector`` (cosine) among those the caller may see.
+        pgvector's HNSW index gives the nearest ``limit × 1.25`` first (``hnsw.ef_search`` as
+        large, so that many come back); when the permissions and filters leave fewer than
+        ``limit`` of a full scan, it is asked again for ``limit × overfetch`` (at most 1,000,
+        pgvector's bound)."""
+        db = self.db
+        typed = f"vector({int(dim)})"
+        where, params = self._filters(who, since, exclude)
+        full = min(_EF_MAX, max(limit * overfetch, 40))
+        rows: list[tuple[Any, ...]] = []
+        for k in dict.fromkeys((min(full, max(40, limit + limit // 4)), full)):
+            db.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(k),))
+            rows = db.rows(
+                "SELECT c.id, c.seq, c.session, c.text, c.time, c.salience, c.score, c.scanned "
+                "FROM (SELECT n.*, count(*) OVER () AS scanned FROM ("
+                "SELECT id, seq, session, text, time, salience, acl, "
+                f"1 - (embedding::{typed} <=> ?b::{typed}) AS score FROM {self.chunks} "
+                f"WHERE embedding IS NOT NULL ORDER BY embedding::{typed} <=> ?b::{typed} "
+                f"LIMIT ?) n) c WHERE {where} ORDER BY c.score DESC, c.seq LIMIT ?",
+                (vector, vector, k, *params, limit),
+            )
+            if len(rows) >= limit or (rows and int(rows[0][7]) < k):
+                break  # enough, or the index holds no more
+        return [_hit(r) for r in rows]
+
+    def around(
+        self,
+        seqs: Sequence[int],
+        reach: int,
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+    ) -> dict[int, list[Hit]]:
+        """For each of ``seqs``, the ``reach`` chunks before it and after it in the store's
+        order, nearest first per side, each marked whether the caller may see it."""
+        if not seqs or reach <= 0:
+            return {}
+        where, params = self._filters(who, since, exclude)
+        cols = f"c.id, c.seq, c.session, c.text, c.time, c.salience, 0.0::float8, {where}"
+        rows = self.db.rows(
+            f"SELECT h.seq, n.* FROM unnest(?::bigint[]) AS h(seq) CROSS JOIN LATERAL ("
+            f"(SELECT {cols} FROM {self.chunks} c WHERE c.seq < h.seq "
+            "ORDER BY c.seq DESC LIMIT ?) UNION ALL "
+            f"(SELECT {cols} FROM {self.chunks} c WHERE c.seq > h.seq "
+            "ORDER BY c.seq LIMIT ?)) n",
+            (list(seqs), *params, reach, *params, reach),
+        )
+        out: dict[int, list[Hit]] = {}
+        for r in rows:
+            out.setdefault(int(r[0]), []).append(_hit(r[1:8], visible=bool(r[8])))
+        return out
+
+
+def quote_lexeme(term: str) -> str:
+    """A lexeme as ``tsvector`` and ``tsquery`` literals quote it."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsquery(terms: Sequence[str]) -> str:
+    """Any of ``terms``, as a ``tsquery`` literal (already analysed: no stemming here)."""
+    return " | ".join(quote_lexeme(t) for t in terms)
+
+
+def _hit(r: Sequence[Any], *, visible: bool = True) -> Hit:
+    when = r[4]
+    return Hit(
+        id=str(r[0]),
+        seq=int(r[1]),
+        session=str(r[2]),
+        text=str(r[3]),
+        time=None if when is None else when.astimezone(UTC),
+        salience=float(r[5]),
+        score=float(r[6]),
+        visible=visible,
+    )
