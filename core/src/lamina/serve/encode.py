@@ -111,7 +111,9 @@ class Array:
 
 class ContextEncoder:
     """``encode(ctx)``: the context's JSON bytes, the history messages and block reports
-    that are the same objects as in the stream's last reply taken from it."""
+    that are the same objects as in the stream's last reply taken from it. Safe to call from
+    several threads: a stream's last reply serves one call at a time (another call for the
+    same stream meanwhile writes its context whole)."""
 
     def __init__(
         self,
