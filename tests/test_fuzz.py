@@ -4,7 +4,8 @@ Each example assembles a random context with all installed plugins and checks wh
 promises whatever the input:
 
 - never over budget, by an independent recount of the OpenAI chat payload with the OpenAI
-  cookbook's rule (3 tokens per message plus its role and content, 3 for the reply);
+  cookbook's rule (3 tokens per message plus every string in it, tool calls and their ids
+  included, 3 for the reply);
 - the system prompt and the current message are never broken, and every tool call in the
   history keeps its result (and every result its call);
 - every output parses and keeps history content exactly (JSON round trip, the YAML report,
@@ -106,12 +107,22 @@ def scenario(draw):
 
 
 def cookbook_count(payload: dict) -> int:
-    """The OpenAI cookbook's count of a chat request whose messages are plain text."""
+    """The OpenAI cookbook's count of a chat request: 3 per message plus every string in it
+    (role, content, ``tool_call_id``; a name costs 1 more), each tool call's id, name and
+    arguments, and 3 priming the reply."""
     total = 3
     for message in payload["messages"]:
-        total += 3 + sum(
-            O200K.count(value) for key, value in message.items() if isinstance(value, str)
-        )
+        total += 3
+        for key, value in message.items():
+            if isinstance(value, str):
+                total += O200K.count(value) + (1 if key == "name" else 0)
+            elif key == "content" and isinstance(value, list):
+                total += sum(O200K.count(part.get("text", "")) for part in value)
+            elif key == "tool_calls":
+                for call in value:
+                    function = call["function"]
+                    total += O200K.count(call["id"]) + O200K.count(function["name"])
+                    total += O200K.count(function["arguments"])
     return total
 
 
@@ -131,10 +142,9 @@ def test_fuzz(case, adapters):
         return
     budget = ctx.token_budget
 
-    # Never over budget, by the provider's own rule when history is plain text.
+    # Never over budget, by the provider's own rule, tool calls and their ids included.
     payload = a.payload(ctx, "openai")
-    if all(isinstance(m.get("content"), str) for m in payload["messages"]):
-        assert cookbook_count(payload) <= budget.available
+    assert cookbook_count(payload) <= budget.used.total <= budget.available
     assert budget.used.total <= budget.available
 
     # The current message is whole (verbatim where it is not wrapped); tool calls and

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     from lamina.adapters.send import SendError as SendError
     from lamina.assembly.engine import Assembler as Assembler
     from lamina.assembly.measure import IMAGE_TOKENS as IMAGE_TOKENS
+    from lamina.assembly.measure import count_ids as count_ids
     from lamina.assembly.measure import count_parts as count_parts
     from lamina.call import (
         AssemblyCall as AssemblyCall,
@@ -287,6 +288,7 @@ _EXPORTS: dict[str, str] = {
     "Truncator": "lamina.records",
     "Usage": "lamina.model",
     "WORKSPACE": "lamina.model",
+    "count_ids": "lamina.assembly.measure",
     "count_parts": "lamina.assembly.measure",
     "from_json": "lamina.serde",
     "hookimpl": "lamina.hookspecs",

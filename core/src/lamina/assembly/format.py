@@ -177,7 +177,8 @@ def usage(
     else:
         hist = memo["cost"] = total(history)
     hist += sum(counter.count(w) + overhead for w in out.wrappers)
-    event = measurer.parts(out.current.content) + overhead + info.reply_overhead
+    current = out.current.content
+    event = measurer.parts(current) + measurer.framing(current, overhead) + info.reply_overhead
     return BudgetUsage(system_prompt=system, history=hist, event=event, total=system + hist + event)
 
 

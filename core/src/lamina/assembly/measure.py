@@ -43,6 +43,19 @@ def count_parts(parts: Sequence[Part], count: Callable[[str], int]) -> int:
     return total
 
 
+def count_ids(parts: Sequence[Part], count: Callable[[str], int]) -> int:
+    """The tokens of the tool call and result ids in a message: charged with its framing,
+    because providers send them in the message's envelope (OpenAI's ``tool_call_id`` and
+    ``tool_calls[].id``, Anthropic's ``tool_use_id``) and may count them."""
+    total = 0
+    for part in parts:
+        if isinstance(part, ToolCallPart):
+            total += count(part.id)
+        elif isinstance(part, ToolResultPart):
+            total += count(part.call_id)
+    return total
+
+
 class Measurer:
     """Renders and counts items by the kernel's rules, memoizing both: a block's rendering by
     its content and presentation, its count by content hash in the model's counter."""
@@ -106,6 +119,10 @@ class Measurer:
     def parts(self, parts: Sequence[Part]) -> int:
         return count_parts(parts, self.counter.count)
 
+    def framing(self, parts: Sequence[Part], overhead: int) -> int:
+        """A message's framing: the model's per-message overhead and its tool ids."""
+        return overhead + count_ids(parts, self.counter.count)
+
     def measure(self, item: Item) -> int:
         """An item's tokens: history by its parts, anything else as rendered plus its
         separator; a provider's own count when the same tokenizer made it."""
@@ -151,13 +168,13 @@ class Measurer:
 
 
 def measure(state: InFlight, measurer: Measurer) -> None:
-    """The measure phase: every new item's tokens (a history message's framing with it, so
-    only kept messages are charged for it; reused items keep theirs), and the fixed overhead
-    of the rest of the request."""
+    """The measure phase: every new item's tokens (a history message's framing with it, its
+    tool ids included, so only kept messages are charged for it; reused items keep theirs),
+    and the fixed overhead of the rest of the request."""
     info = state.model.info
     for item in state.fresh:
         item.tokens = item.original_tokens = measurer.measure(item)
         if item.placement == "history":
-            item.framing = item.charge = info.message_overhead
+            item.framing = item.charge = measurer.framing(item.block.content, info.message_overhead)
     framing = 3  # the system message, the before/after-history messages, the current message
     state.fixed = info.message_overhead * framing + info.reply_overhead + state.tool_tokens

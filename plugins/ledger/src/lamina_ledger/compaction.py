@@ -11,7 +11,16 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from lamina import Block, Message, Summarizer, Tokenizer, ToolCallPart, ToolResultPart, count_parts
+from lamina import (
+    Block,
+    Message,
+    Summarizer,
+    Tokenizer,
+    ToolCallPart,
+    ToolResultPart,
+    count_ids,
+    count_parts,
+)
 from lamina_ledger.blocks import message_tokens, summary_block, summary_text, turn_blocks
 from lamina_ledger.errors import LedgerConflict
 from lamina_ledger.ledger import Ledger
@@ -50,10 +59,13 @@ def message_size(message: Message, tokenizer: Tokenizer) -> int:
 
 
 def turn_size(turn: Turn, tokenizer: Tokenizer, overhead: int) -> int:
-    """A turn's tokens in history: the ledger's exact counts where this tokenizer made them."""
+    """A turn's tokens in history as the kernel charges them: the ledger's exact counts
+    where this tokenizer made them, and each message's framing (overhead and tool ids)."""
     exact = message_tokens(turn, tokenizer.name)
     return sum(
-        (t if t is not None else message_size(m, tokenizer)) + overhead
+        (t if t is not None else message_size(m, tokenizer))
+        + overhead
+        + count_ids(m.content, tokenizer.count)
         for m, t in zip(turn.messages, exact, strict=True)
     )
 
