@@ -127,6 +127,11 @@ class LayerProvider:
     an optional one is dropped with a warning in the report. An ``inline`` provider only
     computes from what it is given (no I/O, nothing that can block): it runs on the
     assembling thread, which saves a thread hop per assembly, and has no timeout.
+
+    ``from_memory``, when given, is asked first, on the assembling thread: the blocks when it
+    has them in memory (no I/O, nothing that can block), else ``None``, and then ``provide``
+    runs on the pool as usual, within its time limit. A provider that reads a database can
+    so answer a request whose data it already holds without the thread hop.
     """
 
     name: str
@@ -136,6 +141,7 @@ class LayerProvider:
     timeout: float | None = None
     description: str = ""
     inline: bool = False
+    from_memory: Callable[[ProviderContext], Iterable[Block] | None] | None = None
 
 
 @frozen(kw_only=True)

@@ -80,25 +80,58 @@ def _message(item: Item) -> tuple[Message, bytes]:
     return message, seal
 
 
-def _history(items: list[Item], memo: dict[str, Any] | None) -> tuple[tuple[Message, ...], bytes]:
-    """The kept history's messages and its part of the stable prefix's hash input (from
-    ``memo`` when it has them for the same items)."""
-    if memo is not None and "messages" in memo:
-        return memo["messages"], memo["seal"]
-    messages: list[Message] = []
-    seals: list[bytes] = []
-    for item in items:
-        if item.memo_message is not None and item.block is item.base:
-            messages.append(item.memo_message)
-            seals.append(item.memo_seal)
-        else:
-            message, seal = _message(item)
-            messages.append(message)
-            seals.append(seal)
-    found = tuple(messages), b"".join(seals)
+def _seal(item: Item) -> bytes:
+    if item.memo_message is not None and item.block is item.base:
+        return item.memo_seal
+    return _message(item)[1]
+
+
+def _start(system: str, before: str) -> Any:
+    """The stable prefix's hash fed with what comes before the history messages."""
+    prefix = hashlib.sha256(system.encode("utf-8", "surrogatepass"))
+    if before:
+        prefix.update(b"\x00" + before.encode("utf-8", "surrogatepass"))
+    return prefix
+
+
+def _history(
+    items: list[Item], memo: dict[str, Any] | None, head: tuple[str, str]
+) -> tuple[tuple[Message, ...], Any]:
+    """The kept history's messages and the stable prefix's hash fed with ``head`` (system
+    prompt, before-history wrapper) and them: from ``memo`` when it has them for the same
+    items, extended from its ``base`` (the memo of the history these items grew from: only
+    the new items are looked at), else made item by item."""
+    messages: tuple[Message, ...] | None = None
     if memo is not None:
-        memo["messages"], memo["seal"] = found
-    return found
+        messages = memo.get("messages")
+        known = memo.get("prefix")
+        if messages is not None and known is not None and known[0] == head:
+            return messages, known[1]
+    if messages is not None:  # the same messages after another system prompt
+        prefix = _start(*head)
+        prefix.update(b"".join(map(_seal, items)))
+    else:
+        start, before, prefix = 0, (), None
+        base = memo.get("base") if memo is not None else None
+        if base is not None and base["n"] <= len(items) and base["prefix"][0] == head:
+            start, before, prefix = base["n"], base["messages"], base["prefix"][1].copy()
+        made: list[Message] = []
+        seals: list[bytes] = []
+        for item in items[start:] if start else items:
+            if item.memo_message is not None and item.block is item.base:
+                made.append(item.memo_message)
+                seals.append(item.memo_seal)
+            else:
+                message, seal = _message(item)
+                made.append(message)
+                seals.append(seal)
+        messages = (*before, *made) if start else tuple(made)
+        if prefix is None:
+            prefix = _start(*head)
+        prefix.update(b"".join(seals))
+    if memo is not None:
+        memo["messages"], memo["prefix"] = messages, (head, prefix)
+    return messages, prefix
 
 
 def render(
@@ -108,7 +141,9 @@ def render(
     system = _join(by_place.get("system", []), measurer)
     wrappers: list[str] = []
     before = _join(by_place.get("before_history", []), measurer)
-    messages, seal = _history(by_place.get("history", []), memo)
+    # The stable prefix: system + history up to the current message, less the dynamic
+    # after-history wrapper.
+    messages, prefix = _history(by_place.get("history", []), memo, (system, before))
     after = _join(by_place.get("after_history", []), measurer)
     history = messages
     if before:
@@ -133,12 +168,6 @@ def render(
         content=(TextPart(text=_join(event_items, measurer)), *extra),
         context_json=recorded,
     )
-    # The stable prefix: system + history up to the current message, less the dynamic
-    # after-history wrapper.
-    prefix = hashlib.sha256(system.encode("utf-8", "surrogatepass"))
-    if before:
-        prefix.update(b"\x00" + before.encode("utf-8", "surrogatepass"))
-    prefix.update(seal)
     return Formatted(
         system_prompt=system,
         history=history,
@@ -175,7 +204,11 @@ def usage(
     elif "cost" in memo:
         hist = memo["cost"]
     else:
-        hist = memo["cost"] = total(history)
+        base = memo.get("base")
+        if base is not None and base["cost"] is not None and base["n"] <= len(history):
+            hist = memo["cost"] = base["cost"] + total(history[base["n"] :])
+        else:
+            hist = memo["cost"] = total(history)
     hist += sum(counter.count(w) + overhead for w in out.wrappers)
     current = out.current.content
     event = measurer.parts(current) + measurer.framing(current, overhead) + info.reply_overhead

@@ -69,10 +69,20 @@ class Gatherer:
             )
             for item in providers
         ]
+        done: dict[int, Any] = {}  # the inline ones and those answered from memory
+        for position, item in enumerate(providers):
+            if item.record.from_memory is not None:
+                found: list[Block] | Exception | None
+                try:
+                    found = _from_memory(item.record, contexts[position])
+                except Exception as exc:  # handled below, as a pooled provider's would be
+                    found = exc
+                if found is not None:
+                    done[position] = found
         futures: dict[int, Future[Any]] = {}
         for position, item in enumerate(providers):
             key = f"{item.plugin}:{item.record.name}"
-            if item.record.inline:
+            if item.record.inline or position in done:
                 continue
             if self._pool.stuck(key) >= self._pool.max_stuck:
                 what = f"is still running {self._pool.stuck(key)} calls past their time limit"
@@ -81,9 +91,8 @@ class Gatherer:
             futures[position] = self._pool.submit(
                 partial(_run_provider, item.record, contexts[position])
             )
-        done: dict[int, Any] = {}  # the inline ones, run while the pool runs the rest
-        for position, item in enumerate(providers):
-            if item.record.inline:
+        for position, item in enumerate(providers):  # run while the pool runs the rest
+            if item.record.inline and position not in done:
                 try:
                     done[position] = _run_provider(item.record, contexts[position])
                 except Exception as exc:  # handled below, as a pooled provider's would be
@@ -245,6 +254,15 @@ def _run_provider(provider: LayerProvider, ctx: ProviderContext) -> list[Block]:
     """The provider's blocks as a list (its own list when it returns one: only read, and
     only while this assembly runs; what is kept between calls is a copy)."""
     blocks = provider.provide(ctx)
+    return blocks if type(blocks) is list else list(blocks)
+
+
+def _from_memory(provider: LayerProvider, ctx: ProviderContext) -> list[Block] | None:
+    """The provider's blocks from memory (``from_memory``), or ``None`` when it has none."""
+    assert provider.from_memory is not None
+    blocks = provider.from_memory(ctx)
+    if blocks is None:
+        return None
     return blocks if type(blocks) is list else list(blocks)
 
 

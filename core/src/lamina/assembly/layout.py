@@ -127,6 +127,17 @@ def merged_shape(buckets: list[Bucket]) -> tuple[list[list[Item]], list[int]]:
     return groups, sizes
 
 
+def inherit(memo: dict[str, Any], n: int) -> dict[str, Any]:
+    """A memo for history that is the ``n`` items ``memo`` was made for followed by new ones
+    (a session that grew by a turn): it starts from what ``memo`` has (messages, the prefix's
+    hash, cost, reports) and makes only the new items' (see ``format._history``)."""
+    if "messages" not in memo or "prefix" not in memo:
+        return {}
+    base = {"n": n, "messages": memo["messages"], "prefix": memo["prefix"]}
+    base["cost"], base["reports"] = memo.get("cost"), memo.get("reports")
+    return {"base": base}
+
+
 def _has_tools(item: Item) -> bool:
     return item.placement == "history" and any(
         isinstance(p, ToolCallPart | ToolResultPart) for p in item.block.content
@@ -169,6 +180,7 @@ def _buckets(items: list[Item], parents: dict[int, Bucket] | None = None) -> dic
                 indexed=parent.indexed,
                 start=len(parent.items),
                 inherited=(parent.original, parent.whole),
+                memo=inherit(parent.memo, len(parent.items)),
             )
         out[order] = bucket
     return dict(sorted(out.items()))

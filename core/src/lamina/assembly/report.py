@@ -95,7 +95,12 @@ def _kept_reports(live: dict[str, list[Item]], memo: dict[str, Any] | None) -> l
     for run in runs:
         if memo is not None and run is memo.get("live"):
             if "reports" not in memo:
-                memo["reports"] = [_kept_report(i) for i in run]
+                base = memo.get("base")
+                if base is not None and base["reports"] is not None and base["n"] <= len(run):
+                    made = [_kept_report(i) for i in run[base["n"] :]]
+                    memo["reports"] = base["reports"] + made
+                else:
+                    memo["reports"] = [_kept_report(i) for i in run]
             out += memo["reports"]
         else:
             out += [_kept_report(i) for i in run]

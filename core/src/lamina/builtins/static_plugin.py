@@ -46,6 +46,14 @@ def provide(ctx: ProviderContext) -> Iterator[Block]:
         )
 
 
+def from_memory(ctx: ProviderContext) -> list[Block] | None:
+    """The blocks when none is read from a file (``provide`` then only computes): given on
+    the assembling thread. With a file block, ``None``: ``provide`` reads on the pool."""
+    if any(spec.file is not None for spec in ctx.config.blocks):
+        return None
+    return list(provide(ctx))
+
+
 def _read_regular(path: Path) -> str:
     """A regular file's UTF-8 text; a FIFO, device or folder is refused without blocking
     (opened non-blocking, checked on the open descriptor, so it cannot be swapped)."""
@@ -67,6 +75,7 @@ def lamina_layer_providers() -> list[LayerProvider]:
         LayerProvider(
             name="static",
             provide=provide,
+            from_memory=from_memory,
             required=True,
             description="text and file blocks declared under [[blocks]] in config",
         )

@@ -21,13 +21,44 @@ if TYPE_CHECKING:
 # that never does, or a config without a ``database``, pays for neither.
 
 
+def from_memory(ctx: ProviderContext) -> list[Block] | None:
+    """``provide`` 's blocks when a ``LedgerSession`` on this thread has just read the
+    session's history (``lamina_ledger.vouch``); else ``None``: ``provide`` reads."""
+    settings: LedgerSettings | None = ctx.settings
+    if settings is None or settings.database is None:
+        return []
+    if ctx.request.role == "worker" and settings.worker_history == "none":
+        return []
+    from lamina_ledger.vouch import remembered
+
+    target = settings.target(ctx.config)
+    assert target is not None
+    return remembered(
+        target,
+        ctx.request.session_label,
+        ctx.request.parent_turn_id,
+        **_makers(settings, ctx.plugin),
+    )
+
+
+def _makers(settings: LedgerSettings, plugin: str) -> dict[str, Any]:
+    """How the provider makes its blocks: the summary's (with what it depends on besides the
+    compaction) and each turn's."""
+    from lamina_ledger.blocks import summary_block, summary_key, turn_blocks
+
+    return {
+        "plugin": plugin,
+        "summary": (summary_key(settings), lambda h: summary_block(h, settings, plugin)),
+        "make": lambda turn: turn_blocks(turn, plugin),
+    }
+
+
 def provide(ctx: ProviderContext) -> list[Block]:
     """The session's history from the ledger (summary, kept turns) as ``session`` blocks,
     read through a ledger kept open between requests (only what changed is read)."""
     settings: LedgerSettings | None = ctx.settings
     if settings is None or settings.database is None:
         return []
-    from lamina_ledger.blocks import summary_block, summary_key, turn_blocks
     from lamina_ledger.db import db_errors, is_postgres
     from lamina_ledger.pool import POOL
 
@@ -48,11 +79,7 @@ def provide(ctx: ProviderContext) -> list[Block]:
         raise LedgerError(exc.cause, session=session, database=exc.database) from exc
     try:
         return ledger.history_blocks(
-            session,
-            at_turn=ctx.request.parent_turn_id,
-            plugin=ctx.plugin,
-            summary=(summary_key(settings), lambda h: summary_block(h, settings, ctx.plugin)),
-            make=lambda turn: turn_blocks(turn, ctx.plugin),
+            session, at_turn=ctx.request.parent_turn_id, **_makers(settings, ctx.plugin)
         )
     except LedgerError as exc:
         if lenient and exc.cause == "no such session":
@@ -74,6 +101,7 @@ def lamina_layer_providers(settings: LedgerSettings | None) -> Iterable[LayerPro
         LayerProvider(
             name="ledger-history",
             provide=provide,
+            from_memory=from_memory,
             layers=("session",),
             required=active,
             description="session history from the Agents Ledger (latest compaction + kept turns)",

@@ -28,6 +28,7 @@ from lamina_ledger.locks import SessionLocks
 from lamina_ledger.pool import POOL
 from lamina_ledger.prefix import Prefixes
 from lamina_ledger.provenance import with_user_context
+from lamina_ledger.recent import SESSIONS, Recent
 from lamina_ledger.records import Trigger
 from lamina_ledger.settings import LedgerSettings, settings_from
 from lamina_ledger.sizing import MemoTokenizer, Sizes, message_counts
@@ -35,6 +36,7 @@ from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
 from lamina_ledger.summarizer import summarizer as default_summarizer
 from lamina_ledger.trigger import due, edited, fits, history_limit, holds_capped
 from lamina_ledger.user_context import user_context
+from lamina_ledger.vouch import vouched
 
 R = TypeVar("R")
 #: What ``LedgerSession._measure`` found when the request is to compact first: (available
@@ -85,13 +87,15 @@ class LedgerSession(AsyncCalls):
         # Per session (model, budget, role): (available, tokens outside history, event tokens,
         # whether the kernel edited tool results) as the last assembly showed them, to know
         # beforehand whether the next one fits.
-        self._seen: dict[tuple[Any, ...], tuple[int, int, int, bool]] = {}
-        self._sizes = Sizes()
+        # These per-session memories keep the SESSIONS labels used last (lamina_ledger.recent).
+        self._seen: Recent[tuple[Any, ...], tuple[int, int, int, bool]] = Recent(SESSIONS)
+        self._sizes = Sizes(SESSIONS)
         self._locks = SessionLocks()  # one session's assemblies and compactions take turns
         # Per session: the last request assembled and when (its user message's context_json).
-        self._assembled: dict[str, tuple[AssemblyRequest, datetime]] = {}
+        self._assembled: Recent[str, tuple[AssemblyRequest, datetime]] = Recent(SESSIONS)
         self._noted = threading.local()  # per thread: the running assembly's compaction warnings
-        self.prefixes = Prefixes()  # per session: the last assembly's stable prefix, to record
+        # Per session: the last assembly's stable prefix, to record.
+        self.prefixes = Prefixes(SESSIONS)
 
     def close(self) -> None:
         POOL.withdraw(self.target, self.ledger)
@@ -170,7 +174,7 @@ class LedgerSession(AsyncCalls):
         result = self._compact(
             request, self.settings.recovery_target, *measured[:2], "context_limit"
         )
-        return self.assembler.assemble(_after(request, result))
+        return self._kernel(_after(request, result))
 
     def recover(
         self, request: AssemblyRequest, failed: AssembledContext | None = None
@@ -184,9 +188,7 @@ class LedgerSession(AsyncCalls):
             result = self._compact(
                 request, self.settings.recovery_target, available, fixed, "overflow_recovery"
             )
-            return self._reported(
-                self._observed(request, self.assembler.assemble(_after(request, result)))
-            )
+            return self._reported(self._observed(request, self._kernel(_after(request, result))))
 
     def run(
         self,
@@ -274,6 +276,12 @@ class LedgerSession(AsyncCalls):
 
     # -- internals -----------------------------------------------------------------------
 
+    def _kernel(self, request: AssemblyRequest) -> AssembledContext:
+        """The kernel's assembly, its history provider giving the history read here, on this
+        thread, just before (``lamina_ledger.vouch``: no hop to the provider pool)."""
+        with vouched(self.target, self.ledger, request.session_label, request.parent_turn_id):
+            return self.assembler.assemble(request)
+
     def _tokenizer(self, model: str) -> MemoTokenizer:
         resolved = self.assembler.model(model)
         return MemoTokenizer(tokenizer=resolved.tokenizer, counter=resolved.counter)
@@ -304,7 +312,8 @@ class LedgerSession(AsyncCalls):
         budget = ctx.token_budget
         fixed = budget.used.total - budget.used.history
         events = self._event_tokens(request)
-        self._seen[_key(request)] = (budget.available, fixed, events, edited(ctx))
+        stubs = self.assembler.config.tool_results.stub_after > 0
+        self._seen[_key(request)] = (budget.available, fixed, events, edited(ctx, stubs=stubs))
         return ctx
 
     def _budget(self, request: AssemblyRequest, ctx: AssembledContext | None) -> tuple[int, int]:
@@ -325,7 +334,7 @@ class LedgerSession(AsyncCalls):
         """The context when it fits whole and no compaction is due; else what compacting
         needs (``Measured``)."""
         try:
-            ctx = self._observed(request, self.assembler.assemble(request))
+            ctx = self._observed(request, self._kernel(request))
         except BudgetError as exc:
             hist = self._history_tokens(request)
             fixed = max(0, exc.available + exc.overage - hist)

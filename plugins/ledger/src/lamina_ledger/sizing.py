@@ -13,6 +13,7 @@ from attrs import frozen
 from lamina import Message, Tokenizer
 from lamina_ledger.blocks import summary_text
 from lamina_ledger.compaction import message_size, turn_size
+from lamina_ledger.recent import SESSIONS, Recent
 from lamina_ledger.records import History, Turn
 from lamina_ledger.settings import LedgerSettings
 
@@ -48,9 +49,11 @@ class Sizes:
     """Each turn's size in history by tokenizer and per-message framing, remembered; and each
     session's last total, so a history that only grew is summed over its new turns."""
 
-    def __init__(self) -> None:
+    def __init__(self, sessions: int = SESSIONS) -> None:
         self._turns: dict[tuple[str, str, int], int] = {}
-        self._last: dict[tuple[str, str, int], tuple[str | None, int, str, int]] = {}
+        # Per session (and tokenizer, framing): the last total, for the most recent sessions.
+        self._last: Recent[tuple[str, str, int], tuple[str | None, int, str, int]]
+        self._last = Recent(sessions)
         self._lock = threading.Lock()
 
     def history(
@@ -73,8 +76,7 @@ class Sizes:
         for turn in turns[start:]:
             total += self._turn(turn, tokenizer, overhead)
         if turns:
-            with self._lock:
-                self._last[key] = (marker, len(turns), turns[-1].id, total)
+            self._last[key] = (marker, len(turns), turns[-1].id, total)
         return summary + total
 
     def _turn(self, turn: Turn, tokenizer: Tokenizer, overhead: int) -> int:

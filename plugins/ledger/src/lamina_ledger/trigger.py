@@ -38,8 +38,14 @@ def fits(ctx: AssembledContext) -> bool:
     )
 
 
-def edited(ctx: AssembledContext) -> bool:
-    """Whether the kernel stubbed or capped a tool result of the history in ``ctx``."""
+def edited(ctx: AssembledContext, *, stubs: bool = True) -> bool:
+    """Whether the kernel stubbed or capped a tool result of the history in ``ctx``. Without
+    stubs (``[tool_results] stub_after`` 0) only a cap can have, and a cap always leaves fewer
+    tokens than it found: history kept at its original size was not edited, which the layer
+    totals say without looking at each block."""
+    layers = [r for r in ctx.report.layers if r.layer == SESSION]
+    if not stubs and all(r.tokens == r.original_tokens for r in layers):
+        return False
     return any(b.strategy in EDITS for b in ctx.report.blocks if b.id.startswith(PREFIX))
 
 

@@ -1,0 +1,80 @@
+"""A history that grew by a turn is rendered from what the previous assembly of the stream
+rendered: only the new messages are made (their messages, block reports and share of the
+stable prefix's hash; the hash goes on from the previous one's), and the context is byte for
+byte what a fresh assembler gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from lamina import Block
+from lamina.assembly.state import Item
+from lamina.serde import to_json
+from lamina.testing import StaticProvider, make_assembler
+from lamina.testing.history import words
+
+
+def _turn(n: int) -> list[Block]:
+    return [
+        Block.text(f"t{n}u", "session", words(12, n), role="user", group=f"t{n}"),
+        Block.text(f"t{n}a", "session", words(15, n + 1), role="assistant", group=f"t{n}"),
+    ]
+
+
+class Reads:
+    """Counts reads of ``Item.memo_message`` (each history item the format phase looks at)."""
+
+    def __init__(self, slot: object) -> None:
+        self.slot, self.count = slot, 0
+
+    def __get__(self, item: object, owner: type | None = None) -> object:
+        if item is None:
+            return self
+        self.count += 1
+        return self.slot.__get__(item, owner)  # type: ignore[attr-defined]
+
+    def __set__(self, item: object, value: object) -> None:
+        self.slot.__set__(item, value)  # type: ignore[attr-defined]
+
+
+def _strip(ctx: object) -> str:
+    return to_json(ctx).split('"timings_ms"')[0]
+
+
+@pytest.mark.parametrize("system", ["Be brief.", None])
+def test_a_grown_history_renders_only_its_new_messages(
+    monkeypatch: pytest.MonkeyPatch, system: str | None
+) -> None:
+    history = [b for n in range(200) for b in _turn(n)]
+    head = [Block.text("rules", "workspace", system, trusted=True)] if system else []
+    current = {"blocks": [*head, *history]}
+    config = {"model": "gpt-4o", "budget": {"max_tokens": 100_000}}
+    warm = make_assembler(config, plugins=[("f", StaticProvider(lambda ctx: current["blocks"]))])
+    warm.assemble(warm.request("q"))
+    reads = Reads(Item.__dict__["memo_message"])
+    monkeypatch.setattr(Item, "memo_message", reads)
+    for n in range(200, 206):
+        history = history + _turn(n)
+        current["blocks"] = [*head, *history]
+        reads.count = 0
+        got = warm.assemble(warm.request(f"q{n}"))
+        assert reads.count <= 4  # the two new messages (made, then read), not all 400 again
+        fresh = make_assembler(config, plugins=[("f", StaticProvider(list(current["blocks"])))])
+        assert _strip(got) == _strip(fresh.assemble(fresh.request(f"q{n}")))
+        assert len(got.history) == len(history)
+        fresh.close()
+    warm.close()
+
+
+def test_a_grown_history_after_the_system_prompt_changed_is_hashed_afresh() -> None:
+    history = [b for n in range(50) for b in _turn(n)]
+    current = {"blocks": [Block.text("rules", "workspace", "One.", trusted=True), *history]}
+    config = {"model": "gpt-4o", "budget": {"max_tokens": 100_000}}
+    warm = make_assembler(config, plugins=[("f", StaticProvider(lambda ctx: current["blocks"]))])
+    first = warm.assemble(warm.request("q"))
+    history = history + _turn(50)
+    current["blocks"] = [Block.text("rules", "workspace", "Two.", trusted=True), *history]
+    second = warm.assemble(warm.request("q"))
+    fresh = make_assembler(config, plugins=[("f", StaticProvider(list(current["blocks"])))])
+    assert _strip(second) == _strip(fresh.assemble(fresh.request("q")))
+    assert first.report.stable_prefix != second.report.stable_prefix
