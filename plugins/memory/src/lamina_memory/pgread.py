@@ -107,7 +107,7 @@ class ChunkReads:
         Exact top-k without scoring every chunk that holds a common term (MaxScore): the
         terms are taken rarest first, each round scoring (on every term) the chunks that
         hold a newly taken term and none taken before; once the ``limit``-th best score so
-        far reaches the most the terms not taken could add up to, no other chunk can enter.
+        far exceeds the most the terms not taken could add up to, no other chunk can enter.
         """
         unique = list(dict.fromkeys(terms))
         if not unique or limit <= 0:
@@ -151,7 +151,7 @@ class ChunkReads:
                 rows = self.db.rows(head + tail, (*score_params, new, *params, limit))
             best = sorted([*best, *rows], key=lambda r: (-float(r[6]), int(r[1])))[:limit]
             rest = sum(t.bound for t in known[taken:])
-            if len(best) == limit and float(best[-1][6]) >= rest:
+            if len(best) == limit and float(best[-1][6]) > rest:  # a tie could win on order
                 break
         return [_hit(r) for r in best]
 
