@@ -156,3 +156,88 @@ def test_a_sessions_memories_keep_only_the_most_recent_labels(
             ctx = s.assemble(a.request("again", session_label=label))
             assert len(ctx.history) == 8
     a.close()
+
+
+def _reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the turns ``ledger`` reads from its rows."""
+    counted: list[int] = []
+    turns = ledger._turns
+
+    def spy(ids: Any, *args: Any) -> Any:
+        counted.append(len(ids))
+        return turns(ids, *args)
+
+    monkeypatch.setattr(ledger, "_turns", spy)
+    return counted
+
+
+def test_a_turn_this_ledger_appended_is_remembered_as_read(
+    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s, Ledger.open(target) as other:
+        s.start("s")
+        s.record_turn(a.request("q0"), exchange(0))
+        s.assemble(a.request("warm"))
+        counted = _reads(s.ledger, monkeypatch)
+        for i in range(1, 4):
+            req = a.request(f"q{i}")
+            s.record_turn(req, exchange(i))
+            ctx = s.assemble(a.request("next"))
+            assert counted == [] and len(ctx.history) == 4 * (i + 1)  # nothing read
+        other.append_turn("s", [Message.of("user", "elsewhere"), Message.of("assistant", "ok")])
+        s.record_turn(a.request("q4"), exchange(4))  # on top of another writer's turn
+        ctx = s.assemble(a.request("next"))
+        assert [m.text for m in ctx.history[16:18]] == ["elsewhere", "ok"]
+        assert len(ctx.history) == 22 and counted  # both read, as anything not known
+        fresh = Ledger.open(target)
+        assert s.ledger.history("s").turns == fresh.history("s").turns
+        fresh.close()
+    a.close()
+
+
+def test_a_turn_appended_in_a_batch_is_remembered_only_once_committed(
+    tmp_path: Path, exchange: Callable[..., list[Message]]
+) -> None:
+    db = str(tmp_path / "l.db")
+    with Ledger.open(db) as ledger:
+        ledger.append_turn("s", exchange(0))
+        ledger.history("s")
+        with pytest.raises(RuntimeError), ledger.batch("s"):
+            ledger.append_turn("s", exchange(1))
+            raise RuntimeError("rolled back")
+        assert len(ledger.history("s").turns) == 1
+        with ledger.batch("s"):
+            ledger.append_turn("s", exchange(2))
+        assert [t.messages[0].text for t in ledger.history("s").turns] == [
+            exchange(0)[0].text,
+            exchange(2)[0].text,
+        ]
+
+
+def test_a_vouched_history_is_read_again_only_after_a_write(
+    tmp_path: Path, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lamina_ledger.vouch import history_of
+
+    db = str(tmp_path / "l.db")
+    with Ledger.open(db) as ledger, Ledger.open(db) as other:
+        ledger.append_turn("s", exchange(0))
+        queries: list[str] = []
+        execute = ledger.db.execute
+
+        def spy(sql: str, *args: Any) -> Any:
+            queries.append(sql)
+            return execute(sql, *args)
+
+        monkeypatch.setattr(ledger.db, "execute", spy)
+        with vouched(db, ledger, "s", None):
+            queries.clear()
+            first = history_of(db, ledger, "s", None)
+            with vouched(db, ledger, "s", None):  # an inner scope for the same history
+                assert history_of(db, ledger, "s", None) is first
+            assert queries == []  # nothing read again
+            other.append_turn("s", exchange(1))  # another connection: not seen in here
+            assert history_of(db, ledger, "s", None) is first
+            ledger.append_turn("s", exchange(2))  # a write through this ledger: read again
+            assert len(history_of(db, ledger, "s", None).turns) == 3

@@ -14,6 +14,7 @@ from attrs import define, field
 
 from lamina import Block, ToolCallPart
 from lamina_ledger.records import History, Turn
+from lamina_ledger.rows import unanswered
 
 #: Sessions (and pinned turns) a reader remembers; the least recently used is forgotten first.
 SESSIONS = 256
@@ -92,6 +93,32 @@ class HistoryCache:
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def appended(cache: HistoryCache, session: str, parent: str, version: int, turn: Turn) -> bool:
+    """Put ``turn``, just appended on ``parent`` by this ledger (the session's version now
+    ``version``), on the session's remembered history when that is the history it went on
+    (its head ``parent``, one version before): the next request then reads only the version,
+    as if it had read the turn. Otherwise (another writer came between, a tool result whose
+    call is further back) nothing changes and the next request reads. Returns whether it
+    went on. Callers hold the reader's lock."""
+    key = (session, None)
+    old = cache.get(key)
+    if old is None or old.version is None or old.version != version - 1 or old.head != parent:
+        return False
+    missing = unanswered(turn.messages)
+    if missing and not missing.keys() <= old.calls():
+        return False
+    history = History(
+        session=session,
+        head_turn_id=turn.id,
+        compaction=old.history.compaction,
+        turns=(*old.history.turns, turn),
+    )
+    entry = Entry(version=version, head=turn.id, history=history)
+    old.hand_over(entry)
+    cache.put(key, entry)
+    return True
 
 
 def cached_blocks(

@@ -68,6 +68,7 @@ class Database:
         self.conn, self.dialect, self.name, self.readonly = conn, dialect, name, readonly
         self.lock = threading.RLock()
         self.depth = 0  # nesting of write(): inner blocks join the outer transaction
+        self.writes = 0  # write transactions begun: what was read before one may be stale
         self.schema_version = SCHEMA_VERSION  # what the open found (a reader may find older)
 
     # -- opening -------------------------------------------------------------------------
@@ -212,6 +213,7 @@ class Database:
             finally:
                 self.depth -= 1
             return
+        self.writes += 1
         self.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
         self.depth = 1
         try:

@@ -29,14 +29,14 @@ from lamina_ledger.pool import POOL
 from lamina_ledger.prefix import Prefixes
 from lamina_ledger.provenance import with_user_context
 from lamina_ledger.recent import SESSIONS, Recent
-from lamina_ledger.records import Trigger
+from lamina_ledger.records import History, Trigger
 from lamina_ledger.settings import LedgerSettings, settings_from
 from lamina_ledger.sizing import MemoTokenizer, Sizes, message_counts
 from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
 from lamina_ledger.summarizer import summarizer as default_summarizer
 from lamina_ledger.trigger import due, edited, fits, history_limit, holds_capped
 from lamina_ledger.user_context import user_context
-from lamina_ledger.vouch import vouched
+from lamina_ledger.vouch import history_of, vouched
 
 R = TypeVar("R")
 #: What ``LedgerSession._measure`` found when the request is to compact first: (available
@@ -133,7 +133,10 @@ class LedgerSession(AsyncCalls):
         with self._locks.hold(request.session_label):
             self._assembled[request.session_label] = (request, self.assembler.clock())
             self._noted.warnings = []
-            return self._reported(self._assemble(request))
+            # The history is read once here, for the session's sums and the kernel's
+            # provider alike (read again only after a write: see lamina_ledger.vouch).
+            with vouched(self.target, self.ledger, request.session_label, request.parent_turn_id):
+                return self._reported(self._assemble(request))
 
     def _assemble(self, request: AssemblyRequest) -> AssembledContext:
         """Assemble; when compaction is due (see ``lamina_ledger.trigger``: the history would
@@ -282,6 +285,10 @@ class LedgerSession(AsyncCalls):
         with vouched(self.target, self.ledger, request.session_label, request.parent_turn_id):
             return self.assembler.assemble(request)
 
+    def _history(self, request: AssemblyRequest) -> History:
+        """The request's history: as this thread read it last, unless written since."""
+        return history_of(self.target, self.ledger, request.session_label, request.parent_turn_id)
+
     def _tokenizer(self, model: str) -> MemoTokenizer:
         resolved = self.assembler.model(model)
         return MemoTokenizer(tokenizer=resolved.tokenizer, counter=resolved.counter)
@@ -292,7 +299,7 @@ class LedgerSession(AsyncCalls):
     def _history_tokens(self, request: AssemblyRequest) -> int:
         """The ledger history's tokens as the kernel will measure them (exact counts)."""
         resolved = self.assembler.model(request.model)
-        history = self.ledger.history(request.session_label, at_turn=request.parent_turn_id)
+        history = self._history(request)
         return self._sizes.history(
             history,
             self._tokenizer(request.model),
@@ -303,7 +310,7 @@ class LedgerSession(AsyncCalls):
     def _holds_capped(self, request: AssemblyRequest, available: int) -> bool:
         """Whether the history holds a tool result the kernel will cap (then the kernel is
         asked whether it fits: the ledger counts the whole result)."""
-        history = self.ledger.history(request.session_label, at_turn=request.parent_turn_id)
+        history = self._history(request)
         tokenizer = self._tokenizer(request.model)
         return holds_capped(history, tokenizer, self.assembler.config, available)
 

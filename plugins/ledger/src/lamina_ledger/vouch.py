@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from attrs import frozen
+
 from lamina import Block
 from lamina_ledger.cache import Entry, cached_blocks
 from lamina_ledger.errors import LedgerError
@@ -26,30 +28,69 @@ if TYPE_CHECKING:
 
 _local = threading.local()
 
-#: What the running thread vouched for: (target, ledger, (session, turn), entry).
-Vouch = tuple[str, Any, tuple[str, str | None], Entry]
+
+@frozen(kw_only=True)
+class Vouch:
+    """What the running thread vouched for: the history of ``key`` (session, turn) read
+    through ``ledger`` for ``target``, after its ``writes`` th write transaction."""
+
+    target: str
+    ledger: Any
+    key: tuple[str, str | None]
+    entry: Entry
+    writes: int
+
+    def holds(self, target: str, ledger: Any, key: tuple[str, str | None]) -> bool:
+        """Whether this is the history of ``key`` for ``target`` through ``ledger``, with
+        nothing written through it since."""
+        return (
+            self.target == target
+            and self.ledger is ledger
+            and self.key == key
+            and self.writes == ledger.db.writes
+        )
+
+
+def _current() -> Vouch | None:
+    found: Vouch | None = getattr(_local, "vouch", None)
+    return found
 
 
 @contextmanager
 def vouched(target: str, ledger: Ledger, session: str, at_turn: str | None) -> Iterator[None]:
     """Within: the history of ``session`` (at ``at_turn``) as read now through ``ledger`` is
-    what the provider for ``target`` gives on this thread."""
+    what the provider for ``target`` gives on this thread, and what ``history_of`` gives. An
+    enclosing ``vouched`` for the same history, with nothing written through the ledger
+    since, is not read again."""
+    key = (session, at_turn)
+    before = _current()
+    if before is not None and before.holds(target, ledger, key):
+        yield
+        return
     vouch: Vouch | None = None
+    writes = ledger.db.writes
     try:
         history = ledger.history(session, at_turn=at_turn)
     except LedgerError:  # (no such session, the database failed): the provider will say
         history = None
     if history is not None:
         with ledger.db.lock:  # (the reader's cache is used under its lock)
-            entry = ledger.cache.get((session, at_turn))
+            entry = ledger.cache.get(key)
         if entry is not None and entry.history is history:  # (not read inside a write)
-            vouch = (target, ledger, (session, at_turn), entry)
-    before = getattr(_local, "vouch", None)
+            vouch = Vouch(target=target, ledger=ledger, key=key, entry=entry, writes=writes)
     _local.vouch = vouch
     try:
         yield
     finally:
         _local.vouch = before
+
+
+def history_of(target: str, ledger: Ledger, session: str, at_turn: str | None) -> History:
+    """The history this thread vouched for, when it is this one and still holds; else read."""
+    found = _current()
+    if found is not None and found.holds(target, ledger, (session, at_turn)):
+        return found.entry.history
+    return ledger.history(session, at_turn=at_turn)
 
 
 def remembered(
@@ -63,10 +104,10 @@ def remembered(
 ) -> list[Block] | None:
     """The blocks of the history this thread vouched for, when it is this one; else
     ``None``. Never waits: a ledger in use by another thread also gives ``None``."""
-    found: Vouch | None = getattr(_local, "vouch", None)
-    if found is None or found[0] != target or found[2] != (session, at_turn):
+    found = _current()
+    if found is None or found.target != target or found.key != (session, at_turn):
         return None
-    ledger, entry = found[1], found[3]
+    ledger, entry = found.ledger, found.entry
     if not ledger.db.lock.acquire(blocking=False):
         return None
     try:
