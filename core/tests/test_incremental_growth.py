@@ -78,3 +78,67 @@ def test_a_grown_history_after_the_system_prompt_changed_is_hashed_afresh() -> N
     fresh = make_assembler(config, plugins=[("f", StaticProvider(list(current["blocks"])))])
     assert _strip(second) == _strip(fresh.assemble(fresh.request("q")))
     assert first.report.stable_prefix != second.report.stable_prefix
+
+
+def _layout(assembler: object) -> object:
+    (layout,) = assembler._layouts._layouts.values()  # type: ignore[attr-defined]
+    return layout
+
+
+def test_a_growing_stream_keeps_one_copy_of_its_blocks_and_no_chain_of_buckets() -> None:
+    """Gather's copy of a provider's blocks is the one the layout's run keeps, and a history
+    that keeps fitting (its groups never made) holds at most one older bucket to make them
+    from: a long session does not keep every earlier request's bucket."""
+    history = [b for n in range(20) for b in _turn(n)]
+    current = {"blocks": list(history)}
+    config = {"model": "gpt-4o", "budget": {"max_tokens": 100_000}}
+    warm = make_assembler(config, plugins=[("f", StaticProvider(lambda ctx: current["blocks"]))])
+    for n in range(20, 60):
+        current["blocks"] = current["blocks"] + _turn(n)
+        warm.assemble(warm.request("q"))
+        layout = _layout(warm)
+        for key, run in layout.runs.items():
+            assert run.blocks is layout.checked[key].blocks
+            for bucket in run.buckets.values():
+                assert bucket.parent is None or bucket.parent.parent is None
+    tight = warm.assemble(warm.request("q", max_tokens=900))  # groups needed: made now
+    fresh = make_assembler(config, plugins=[("f", StaticProvider(list(current["blocks"])))])
+    assert _strip(tight) == _strip(fresh.assemble(fresh.request("q", max_tokens=900)))
+    warm.close()
+    fresh.close()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_newest_groups_sizes_are_those_of_the_groups(seed: int) -> None:
+    """``Cutter.recent_sizes`` (walked back from the newest items) gives the last sizes of
+    ``groups`` (made from all of them), groups spanning buckets and ungrouped items too."""
+    import random
+
+    from lamina.assembly.history import Cutter
+    from lamina.assembly.layout import Bucket
+    from lamina.records import LayerSpec
+
+    rng = random.Random(seed)
+    spec = LayerSpec(name="session", order=50, placement="history", cut_rank=2)
+    items, group = [], None
+    for n in range(rng.randint(0, 30)):
+        if rng.random() < 0.4:
+            group = rng.choice([None, f"g{n}"])
+        block = Block.text(f"b{n}", "session", "x", role="user", group=group)
+        item = Item(
+            block=block, spec=spec, placement="history", required=False, index=n, plugin="f"
+        )
+        item.original_tokens, item.charge = rng.randint(1, 50), rng.randint(0, 4)
+        items.append(item)
+    cut = rng.randint(0, len(items))
+    buckets = [
+        Bucket(order=50, items=part, layer="session", placement="history", capped=[], tools=[])
+        for part in (items[:cut], items[cut:])
+    ]
+    for count in range(0, 8):
+        walked = Cutter(tokenizer=None, measurer=None, strategy=None, minimum_recent=0)  # type: ignore[arg-type]
+        walked.history = buckets
+        made = Cutter(tokenizer=None, measurer=None, strategy=None, minimum_recent=0)  # type: ignore[arg-type]
+        made.history = buckets
+        sizes = made.groups(items)[1]
+        assert walked.recent_sizes(items, count) == sizes[len(sizes) - min(count, len(sizes)) :]

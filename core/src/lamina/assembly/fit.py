@@ -181,8 +181,7 @@ class Fitter(Cutter):
 
     def _check_required(self, available: int, fixed: int) -> None:
         by_placement = self.by_placement or {}
-        groups, sizes = self.groups(by_placement.get("history", []))
-        keep = min(self.minimum_recent, len(groups))
+        history = by_placement.get("history", [])
         must = [
             i
             for placement, members in by_placement.items()
@@ -190,8 +189,10 @@ class Fitter(Cutter):
             for i in members
             if i.live and i.required
         ]
-        needed = total(must) + sum(sizes[len(sizes) - keep :]) + fixed
+        needed = total(must) + sum(self.recent_sizes(history, self.minimum_recent)) + fixed
         if needed > available:
+            groups, _sizes = self.groups(history)
+            keep = min(self.minimum_recent, len(groups))
             self.resolve()  # the figures below are this call's
             must = sorted([*must, *(i for g in groups[len(groups) - keep :] for i in g)], key=_at)
             biggest = sorted(must, key=lambda i: -i.tokens)[:3]

@@ -129,7 +129,15 @@ class Gatherer:
                 continue
             checked[position] = memo
             seen.append((item.plugin, memo.ids))
-            state.gathered.append(Gathered(key=position, plugin=item.plugin, blocks=blocks))
+            state.gathered.append(
+                Gathered(
+                    key=position,
+                    plugin=item.plugin,
+                    blocks=blocks,
+                    kept=memo.blocks,
+                    prior=memo.prior,
+                )
+            )
         layout.checked = checked
         for ctx in contexts:  # in provider order, whatever order they finished in
             state.warnings.extend(ctx.warnings)
@@ -173,7 +181,7 @@ class Gatherer:
                             changed, hash=content_hash(changed.content), token_count=None
                         )
                     done.append(changed)
-                run.blocks = done
+                run.replace(done)
             warnings.extend(ctx.warnings)
 
     def _check(
@@ -189,18 +197,30 @@ class Gatherer:
         known = 0
         ids: set[str] = set()
         session = False
+        kept: list[Block] | None = None
+        prior: list[Block] | None = None
         if memo is not None:
             n = len(memo.blocks)
-            same = blocks == memo.blocks if len(blocks) == n else blocks[:n] == memo.blocks
-            if len(blocks) >= n and same:
+            if len(blocks) == n:
+                same = blocks == memo.blocks
+            elif len(blocks) > n:  # one copy, compared without its new blocks (no slice)
+                kept = list(blocks)
+                tail = kept[n:]
+                del kept[n:]
+                same = kept == memo.blocks
+                kept += tail
+            else:
+                same = False
+            if same:
                 for plugin, other in seen:
                     if not memo.ids.isdisjoint(other):
                         first = next(b.id for b in blocks if b.id in other)
                         return f"yielded block id {first!r} twice (first from {plugin!r})"
                 if len(blocks) == n:
+                    memo.prior = memo.blocks
                     return memo
                 # The memo is replaced by what this returns: its id set can grow in place.
-                known, ids, session = n, memo.ids, memo.session
+                known, ids, session, prior = n, memo.ids, memo.session, memo.blocks
         for block in blocks[known:]:
             if not isinstance(block, Block):
                 return f"yielded {type(block).__name__}, expected Block"
@@ -222,7 +242,8 @@ class Gatherer:
                 return f"yielded block id {block.id!r} twice (first from {origin!r})"
             ids.add(block.id)
             session = session or block.layer == SESSION
-        return Checked(blocks=list(blocks), ids=ids, session=session)
+        kept = list(blocks) if kept is None else kept
+        return Checked(blocks=kept, ids=ids, session=session, prior=prior)
 
 
 def choose_history(state: InFlight, prefer: str, checked: dict[int, Checked]) -> None:
@@ -237,7 +258,7 @@ def choose_history(state: InFlight, prefer: str, checked: dict[int, Checked]) ->
             if run.plugin in drop:
                 kept = [b for b in run.blocks if b.layer != SESSION]
                 left += len(run.blocks) - len(kept)
-                run.blocks = kept
+                run.replace(kept)
         used = "the request's" if prefer == "request" else f"{', '.join(others)}'s"
         state.warnings.append(
             f"history: {counted(left, 'block')} from {', '.join(sorted(drop))} left out; "

@@ -82,6 +82,33 @@ class Cutter:
         found = history_groups([i for i in items if i.live])
         return found, [total(g) for g in found]
 
+    def recent_sizes(self, items: Sequence[Item], count: int) -> list[int]:
+        """What the newest ``count`` history groups (all, when fewer) cost kept whole, oldest
+        first: while history is as placed, from the buckets' newest items (no groups are made:
+        a session that grew by a turn looks at that turn), else from ``groups``."""
+        if self.history is None or self._shape is not None:
+            sizes = self.groups(items)[1]
+            return sizes[len(sizes) - min(count, len(sizes)) :]
+        out: list[int] = []
+        if count <= 0:
+            return out
+        key: str | None = None
+        size = -1  # the group being summed, newest first (-1: none yet)
+        for bucket in reversed(self.history):
+            for item in reversed(bucket.items):
+                group = item.base.group
+                if size >= 0 and group is not None and group == key:
+                    size += item.original_tokens + item.charge
+                    continue
+                if size >= 0:
+                    out.append(size)
+                    if len(out) == count:
+                        return out[::-1]
+                key, size = group, item.original_tokens + item.charge
+        if size >= 0:
+            out.append(size)
+        return out[::-1]
+
     def layer_total(self, items: Sequence[Item]) -> int:
         """What one layer's items cost now (history: from the groups until it is cut)."""
         if items and items[0].placement == "history":
@@ -112,8 +139,8 @@ class Cutter:
 
     def _live(self) -> list[Item]:
         cut = self.cut
-        if cut is None or cut.groups is None:  # nothing cut: the one bucket as it is
-            return list(self.history[0].items) if self.history else []
+        if cut is None or cut.groups is None:  # nothing cut: the one bucket's own (read-only)
+            return self.history[0].items if self.history else []
         groups = cut.groups
         live = [i for n in cut.keep for i in groups[n]]
         for marker in self.markers:

@@ -175,7 +175,9 @@ def _buckets(items: list[Item], parents: dict[int, Bucket] | None = None) -> dic
                 placement=parent.placement if layer is not None else None,
                 capped=parent.capped + capped,
                 tools=parent.tools + tools,
-                parent=parent,
+                # Its groups are made from the nearest ancestor that has them (at most one
+                # is kept: a stream that never needs its groups holds no chain of buckets).
+                parent=parent if parent.groups is not None else parent.parent,
                 offset=parent.offset,
                 indexed=parent.indexed,
                 start=len(parent.items),
@@ -203,20 +205,24 @@ def place_run(
     """The run for ``gathered``: ``prev`` itself when its blocks are the same, ``prev``
     extended when they only grew at the end, else new items but for blocks ``prev`` had."""
     blocks = gathered.blocks
+    kept = gathered.kept if gathered.kept is not None else list(blocks)
     known: dict[int, Item] = {}
     if prev is not None and prev.plugin == gathered.plugin:
         n = len(prev.blocks)
-        if len(blocks) == n and blocks == prev.blocks:
+        # Gather found them to start with the blocks it kept last call: this run's, if so.
+        proven = gathered.prior is not None and gathered.prior is prev.blocks
+        if len(blocks) == n and (proven or blocks == prev.blocks):
+            if prev.blocks is not kept:
+                prev.blocks = kept  # (the same blocks: the run keeps gather's copy)
             return prev
-        if len(blocks) > n and blocks[:n] == prev.blocks:
+        if len(blocks) > n and (proven or blocks[:n] == prev.blocks):
             tail = [make(b) for b in blocks[n:]]
             fresh.extend(tail)
-            return Run(
-                plugin=prev.plugin,
-                blocks=list(blocks),
-                items=prev.items + tail,
-                buckets=_buckets(tail, prev.buckets),
-            )
+            buckets = _buckets(tail, prev.buckets)
+            items = prev.items + tail if len(buckets) != 1 else None
+            if items is None:  # one bucket: it holds the run's items, in order
+                items = next(iter(buckets.values())).items
+            return Run(plugin=prev.plugin, blocks=kept, items=items, buckets=buckets)
         known = {id(i.base): i for i in prev.items}
     items = []
     for block in blocks:
@@ -225,7 +231,7 @@ def place_run(
             item = make(block)
             fresh.append(item)
         items.append(item)
-    return Run(plugin=gathered.plugin, blocks=list(blocks), items=items, buckets=_buckets(items))
+    return Run(plugin=gathered.plugin, blocks=kept, items=items, buckets=_buckets(items))
 
 
 def index(buckets: list[Bucket]) -> None:
@@ -251,6 +257,8 @@ class Checked:
     blocks: list[Block]
     ids: set[str]
     session: bool
+    #: The previous call's ``blocks`` when these start with them (found equal), else None.
+    prior: list[Block] | None = None
 
 
 @define(kw_only=True, eq=False)

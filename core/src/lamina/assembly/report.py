@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any
 
 from attrs import evolve
@@ -35,18 +35,17 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
     assert out is not None and used is not None, "report runs after format"
     request, model = state.request, state.model
     budget = evolve(state.budget, used=used, remaining=state.budget.available - used.total)
+    listed: list[Sequence[BlockReport]]
     if state.verbose:
         listed = [
-            block_report(i) for i in sorted([*state.all_items(), *state.markers], key=order_key)
+            [block_report(i) for i in sorted([*state.all_items(), *state.markers], key=order_key)]
         ]
     else:
         listed = _kept_reports(state.live, state.history_memo)
     dropped = _dropped_reports(state, rules)
+    exclusions = [_exclusion_report(x, plugin, rules) for x, plugin in state.exclusions]
     assembly_report = AssemblyReport(
-        blocks=(
-            *listed,
-            *(_exclusion_report(x, plugin, rules) for x, plugin in state.exclusions),
-        ),
+        blocks=tuple(chain.from_iterable([*listed, exclusions])),
         layers=_layer_reports(state, dropped, rules),
         dropped=dropped,
         verbose=state.verbose,
@@ -84,14 +83,16 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
     )
 
 
-def _kept_reports(live: dict[str, list[Item]], memo: dict[str, Any] | None) -> list[BlockReport]:
-    """The kept items' reports in output order (placements follow layer order, so their runs
-    only need sorting when a layer placed elsewhere interleaves them); the kept history's
-    from ``memo`` when it has them."""
+def _kept_reports(
+    live: dict[str, list[Item]], memo: dict[str, Any] | None
+) -> list[Sequence[BlockReport]]:
+    """The kept items' reports in output order, in runs to join (placements follow layer
+    order, so their runs only need sorting when a layer placed elsewhere interleaves them);
+    the kept history's from ``memo`` when it has them."""
     runs = sorted((m for m in live.values() if m), key=lambda m: order_key(m[0]))
     if any(order_key(a[-1]) > order_key(b[0]) for a, b in pairwise(runs)):
-        return [_kept_report(i) for i in sorted((i for m in runs for i in m), key=order_key)]
-    out: list[BlockReport] = []
+        return [[_kept_report(i) for i in sorted((i for m in runs for i in m), key=order_key)]]
+    out: list[Sequence[BlockReport]] = []
     for run in runs:
         if memo is not None and run is memo.get("live"):
             if "reports" not in memo:
@@ -101,9 +102,9 @@ def _kept_reports(live: dict[str, list[Item]], memo: dict[str, Any] | None) -> l
                     memo["reports"] = base["reports"] + made
                 else:
                     memo["reports"] = [_kept_report(i) for i in run]
-            out += memo["reports"]
+            out.append(memo["reports"])
         else:
-            out += [_kept_report(i) for i in run]
+            out.append([_kept_report(i) for i in run])
     return out
 
 
