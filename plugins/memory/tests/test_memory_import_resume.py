@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from lamina_memory.cli import memory_group
 from lamina_memory.embedders import register_embedder
-from lamina_memory.service import IMPORT_BATCH
+from lamina_memory.importing import IMPORT_BATCH
 from lamina_memory.store import open_store
 
 TOTAL = 2 * IMPORT_BATCH + 100

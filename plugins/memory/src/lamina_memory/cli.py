@@ -11,7 +11,8 @@ import click
 from lamina import LaminaError, Progress, load_config, progress
 
 if TYPE_CHECKING:
-    from lamina_memory.service import ImportProgress, MemoryService
+    from lamina_memory.importing import ImportProgress
+    from lamina_memory.service import MemoryService
 
 
 def _fail(exc: LaminaError) -> NoReturn:

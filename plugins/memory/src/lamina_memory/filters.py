@@ -1,5 +1,6 @@
-"""A request's memory filters: the settings' defaults, overridden by ``metadata["memory"]``;
-bad values are a ``ConfigError`` naming the key."""
+"""A request's memory filters: the settings' defaults, overridden by ``metadata["memory"]``,
+and its other ``metadata["memory"]`` options (sources, additional context, strategy); bad
+values are a ``ConfigError`` naming the key."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from lamina import ConfigError
 from lamina_memory.query import Filters
-from lamina_memory.settings import Settings
+from lamina_memory.settings import STRATEGIES, Settings
 
 
 def parse_filters(settings: Settings, meta: Mapping[str, Any]) -> Filters:
@@ -58,6 +59,27 @@ def requested_sources(meta: Mapping[str, Any]) -> tuple[str, ...] | None:
     if not _strings(sources):
         raise ConfigError("expected a list of strings", key="request.metadata.memory.sources")
     return tuple(sources)
+
+
+def additional_context(value: Any) -> str | None:
+    """``metadata["memory"]["additional_context"]``: a string, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError("expected a string", key="request.metadata.memory.additional_context")
+    return value
+
+
+def requested_strategy(value: Any) -> str | None:
+    """``metadata["memory"]["strategy"]``: a name of ``STRATEGIES``, or None."""
+    if value is None:
+        return None
+    if value not in STRATEGIES:
+        raise ConfigError(
+            f"expected one of {', '.join(STRATEGIES)}, got {value!r}",
+            key="request.metadata.memory.strategy",
+        )
+    return str(value)
 
 
 def _strings(value: Any) -> bool:

@@ -5,6 +5,9 @@ half-imported. Refused: text that is not UTF-8, NaN or infinite numbers (``NaN``
 ``Infinity``, ``1e999``), strings a store cannot hold (a NUL, a lone surrogate), nesting
 deeper than 64 levels, and two records of one kind with one id (the second would silently
 replace the first).
+
+A file's memories are written in batches of ``IMPORT_BATCH`` (``MemoryService.import_file``);
+``ImportProgress`` says how far an import got.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from lamina import ConfigError, SerdeError, structure
 from lamina_memory.content import first_problem
@@ -27,6 +32,9 @@ from lamina_memory.records import (
     Relation,
 )
 
+#: Memories written (and embedded) per transaction by an import.
+IMPORT_BATCH = 256
+
 CLASSES: dict[str, type] = {
     "event": EpisodicEvent,
     "chunk": Chunk,
@@ -34,6 +42,30 @@ CLASSES: dict[str, type] = {
     "relation": Relation,
     "pattern": Pattern,
 }
+
+
+@attrs.frozen(kw_only=True)
+class ImportProgress:
+    """How far an import got: memories in the file, where this run started (a resumed import
+    starts after what an earlier run wrote), how many are written, and how many were embedded
+    in how many seconds."""
+
+    total: int
+    start: int = 0
+    done: int = 0
+    embedded: int = 0
+    started: float = 0.0
+    elapsed: float = 0.0
+
+    @property
+    def written(self) -> int:
+        """Memories this run wrote."""
+        return self.done - self.start
+
+    @property
+    def rate(self) -> float:
+        """Embeddings per second in this run."""
+        return self.embedded / self.elapsed if self.elapsed > 0 else 0.0
 
 
 def parse_memory(data: Any, *, where: str) -> Memory:

@@ -1,12 +1,13 @@
 """The memory layer as the kernel will render it: one block per section, sized with the layer's
 own formatter (``ProviderContext.layer``) and the assembly's tokenizer, so what is chosen fits
-the budget as rendered, titles, fences and separators included."""
+the budget as rendered, titles, fences and separators included. ``Layouts`` remembers a
+service's formatters and token counts across requests."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from lamina import MEMORY, Block, Formatter, Provenance
+from lamina import MEMORY, Block, Formatter, Provenance, Tokenizer
 from lamina_memory.formats import summarize
 from lamina_memory.query import SECTION_ORDER, SECTIONS
 from lamina_memory.records import Candidate
@@ -14,6 +15,8 @@ from lamina_memory.selection import Selection
 
 #: Overflow items offered for compression, at most.
 MAX_COMPRESSED = 64
+#: Token counts kept per tokenizer (then forgotten, all at once).
+COUNTS_KEPT = 200_000
 
 
 def by_section(chosen: Iterable[Candidate]) -> list[tuple[str, list[Candidate]]]:
@@ -175,3 +178,37 @@ class Layout:
                 },
             ),
         )
+
+
+def _estimate(block: Block) -> str:
+    """For callers of ``retrieve`` outside an assembly, who name a formatter the service has
+    not seen yet: the title on its own line, then the body (an estimate of the frame)."""
+    return f"{block.title}\n{block.body}" if block.title else block.body
+
+
+class Layouts:
+    """One service's layouts: the formatters the kernel has rendered the memory layer with, by
+    name, and token counts of item texts per tokenizer, kept across requests (texts repeat)."""
+
+    def __init__(self) -> None:
+        self._formatters: dict[str, Formatter] = {}
+        self._counts: dict[str, dict[str, int]] = {}
+
+    def get(self, fmt: Formatter | str, tokenizer: Tokenizer, *, plugin: str) -> Layout:
+        """Sizing with ``fmt`` (a formatter, or the name of one seen before) and
+        ``tokenizer``, token counts of texts remembered across requests."""
+        if isinstance(fmt, str):
+            fmt = self._formatters.get(fmt) or Formatter(name=fmt, render=_estimate)
+        else:
+            self._formatters.setdefault(fmt.name, fmt)
+        counts = self._counts.setdefault(tokenizer.name, {})
+        if len(counts) > COUNTS_KEPT:
+            counts.clear()
+
+        def count(text: str) -> int:
+            n = counts.get(text)
+            if n is None:
+                n = counts[text] = tokenizer.count(text)
+            return n
+
+        return Layout(fmt, count, plugin=plugin, recount=tokenizer.count)

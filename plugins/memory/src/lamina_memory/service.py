@@ -1,5 +1,6 @@
 """The memory layer for one configuration: its store, snapshot, embedder, cache and task stacks,
-and ``blocks``, which turns a request into the memory layer's blocks."""
+and ``blocks``, which turns a request into the memory layer's blocks. A retrieval's sources and
+selection are in ``gathering.py``, an import's batches and progress in ``importing.py``."""
 
 from __future__ import annotations
 
@@ -19,60 +20,29 @@ from lamina_memory.blas import one_blas_thread
 from lamina_memory.builder import ContextBuilder, ContextRequest
 from lamina_memory.embedders import Embedder, get_embedder, registered_embedders
 from lamina_memory.errors import MemoryStoreError
-from lamina_memory.filters import parse_filters, requested_sources
-from lamina_memory.formats import apply_formats
+from lamina_memory.filters import (
+    additional_context,
+    parse_filters,
+    requested_sources,
+    requested_strategy,
+)
 from lamina_memory.frames import TaskStack
-from lamina_memory.importing import load_file
+from lamina_memory.gathering import choose, gather
+from lamina_memory.importing import IMPORT_BATCH, ImportProgress, load_file
 from lamina_memory.index import Snapshot
-from lamina_memory.layout import Layout
-from lamina_memory.query import SECTIONS, Filters, Query
-from lamina_memory.records import Candidate, Chunk, Memory, principals
-from lamina_memory.retrieval import SOURCE_FUNCS
-from lamina_memory.selection import Selection, select
-from lamina_memory.settings import STRATEGIES, Settings
-from lamina_memory.signals import extract
+from lamina_memory.layout import Layout, Layouts
+from lamina_memory.query import Filters
+from lamina_memory.records import Chunk, Memory, principals
+from lamina_memory.selection import Selection
+from lamina_memory.settings import Settings
 from lamina_memory.store import Store, check_url, open_store
-
-#: Memories written (and embedded) per transaction by an import.
-IMPORT_BATCH = 256
-
-
-@attrs.frozen(kw_only=True)
-class ImportProgress:
-    """How far an import got: memories in the file, where this run started (a resumed import
-    starts after what an earlier run wrote), how many are written, and how many were embedded
-    in how many seconds."""
-
-    total: int
-    start: int = 0
-    done: int = 0
-    embedded: int = 0
-    started: float = 0.0
-    elapsed: float = 0.0
-
-    @property
-    def written(self) -> int:
-        """Memories this run wrote."""
-        return self.done - self.start
-
-    @property
-    def rate(self) -> float:
-        """Embeddings per second in this run."""
-        return self.embedded / self.elapsed if self.elapsed > 0 else 0.0
-
 
 #: ``embedder`` values that are not registered names: the model if present, or BM25 alone.
 AUTO_OR_OFF = ("auto", "none")
 #: Rebuild the BM25 index once the streamed, unindexed share exceeds this fraction of it.
 REBUILD_FRACTION = 0.25
-#: Cached results kept before expired ones are swept; token counts kept per tokenizer.
-CACHE_SWEEP, COUNTS_KEPT = 512, 200_000
-
-
-def _estimate(block: Block) -> str:
-    """For callers of ``retrieve`` outside an assembly, who name a formatter the service has
-    not seen yet: the title on its own line, then the body (an estimate of the frame)."""
-    return f"{block.title}\n{block.body}" if block.title else block.body
+#: Cached results kept before expired ones are swept.
+CACHE_SWEEP = 512
 
 
 class MemoryService:
@@ -88,10 +58,8 @@ class MemoryService:
         self._lock = threading.RLock()
         self._cache: dict[tuple[Any, ...], tuple[float, Selection]] = {}
         self._stacks: dict[str, TaskStack] = {}
-        #: Token counts of item texts per tokenizer, kept across requests (texts repeat).
-        self._counts: dict[str, dict[str, int]] = {}
-        #: The formatters the kernel has rendered the memory layer with, by name.
-        self._formatters: dict[str, Formatter] = {}
+        #: The formatters seen and token counts of item texts, kept across requests.
+        self._layouts = Layouts()
         self._pool = ThreadPoolExecutor(max_workers=5, thread_name_prefix="lamina-memory")
         self.clock: Callable[[], float] = time.monotonic
         #: Why dense retrieval is off although ``embedder = "auto"`` asked for it (the model is
@@ -302,21 +270,7 @@ class MemoryService:
     def layout(self, fmt: Formatter | str, tokenizer: Tokenizer) -> Layout:
         """Sizing with ``fmt`` (the kernel's formatter for the memory layer) and ``tokenizer``,
         token counts of texts remembered across requests."""
-        if isinstance(fmt, str):
-            fmt = self._formatters.get(fmt) or Formatter(name=fmt, render=_estimate)
-        else:
-            self._formatters.setdefault(fmt.name, fmt)
-        counts = self._counts.setdefault(tokenizer.name, {})
-        if len(counts) > COUNTS_KEPT:
-            counts.clear()
-
-        def count(text: str) -> int:
-            n = counts.get(text)
-            if n is None:
-                n = counts[text] = tokenizer.count(text)
-            return n
-
-        return Layout(fmt, count, plugin=self.plugin, recount=tokenizer.count)
+        return self._layouts.get(fmt, tokenizer, plugin=self.plugin)
 
     def retrieve(
         self,
@@ -362,44 +316,31 @@ class MemoryService:
         hit = self._cache.get(key) if s.cache_ttl > 0 else None
         if hit is not None and hit[0] > self.clock():
             return hit[1], []
-        found, warnings = self._gather(snap, query_text, session, now, who, filters, sources)
-        found = apply_formats(found, s.format, s.formats)
-        shares = {name: s.share_of(name) for name in found}
-        if frame_lines:
-            frame_share = sum(share for _, share in frame_lines)
-            shares = {k: v * (1 - frame_share) for k, v in shares.items()}
-            shares["frames"] = frame_share
-            found["frames"] = [
-                Candidate(
-                    key=f"frame:{i}",
-                    source="frames",
-                    section=SECTIONS["additional"],
-                    text=line,
-                    relevance=1.0,
-                    salience=1.0,
-                    kind="event",
-                    source_id=f"frame-{i}",
-                )
-                for i, (line, _share) in enumerate(frame_lines)
-            ]
-        if additional and additional.strip():
-            found["custom"] = [
-                Candidate(
-                    key="custom:0",
-                    source="custom",
-                    section=SECTIONS["additional"],
-                    text=additional,
-                    relevance=1.0,
-                    salience=1.0,
-                    kind="event",
-                    source_id="additional-context",
-                )
-            ]
-            shares["custom"] = 1.0
-        selection = select(found, budget=budget, shares=shares, weights=weights, cost=layout.cost)
+        found, warnings = gather(
+            self._pool,
+            snap,
+            query_text,
+            settings=s,
+            embedder=self.embedder,
+            store=self.store,
+            session=session,
+            now=now,
+            who=who,
+            filters=filters,
+            sources=sources,
+            plugin=self.plugin,
+        )
+        selection = choose(
+            found,
+            settings=s,
+            frame_lines=frame_lines,
+            additional=additional,
+            budget=budget,
+            weights=weights,
+            cost=layout.cost,
+        )
         selection = attrs.evolve(
             selection,
-            considered={name: len(cands) for name, cands in found.items()},
             searched=self.store.count() if snap.chunks_in_store else len(snap.chunks),
         )
         if s.cache_ttl > 0:
@@ -409,51 +350,6 @@ class MemoryService:
                 for k in [k for k, (exp, _) in self._cache.items() if exp <= now_t]:
                     del self._cache[k]
         return selection, warnings
-
-    def _gather(
-        self,
-        snap: Snapshot,
-        query_text: str,
-        session: str,
-        now: datetime,
-        who: frozenset[str],
-        filters: Filters,
-        sources: tuple[str, ...] | None,
-    ) -> tuple[dict[str, list[Candidate]], list[str]]:
-        """Every enabled source's candidates, the sources run concurrently."""
-        s = self.settings
-        emb = self.embedder
-        vector = None
-        if emb is not None:
-            with one_blas_thread():
-                vector = emb.embed([query_text])[0]
-        store = self.store
-        q = Query(
-            signals=extract(query_text, [e.name for e in snap.entities]),
-            session=session,
-            now=now,
-            who=who,
-            filters=filters,
-            settings=s,
-            query_vector=vector,
-            nearest=store.nearest if store.indexes_vectors and s.dense_search == "store" else None,
-            store=store if snap.chunks_in_store else None,
-        )
-        enabled = [x for x in s.sources if sources is None or x in sources]
-        futures = {name: self._pool.submit(SOURCE_FUNCS[name], snap, q) for name in enabled}
-        found: dict[str, list[Candidate]] = {}
-        warnings: list[str] = []
-        for name, fut in futures.items():
-            try:
-                found[name] = fut.result()
-            except Exception as exc:
-                if name in s.required_sources:
-                    raise
-                warnings.append(
-                    f"plugin {self.plugin!r}: memory source {name!r} failed "
-                    f"({type(exc).__name__}: {exc}); the other sources were still injected"
-                )
-        return found, warnings
 
     def builder(self, tokenizer: Tokenizer, formatter: Formatter | str) -> ContextBuilder:
         """The memory framework design's ``ContextBuilder`` over this service."""
@@ -473,30 +369,11 @@ class MemoryService:
                 sources=requested_sources(req.metadata),
                 principals=principals(req.permissions, req.metadata, req.role),
                 now=req.event.time or ctx.now,
-                additional_context=_text_or_none(raw.get("additional_context")),
-                strategy=_strategy(raw.get("strategy")),
+                additional_context=additional_context(raw.get("additional_context")),
+                strategy=requested_strategy(raw.get("strategy")),
             )
         )
         warnings = list(built.warnings)
         if self.fallback is not None:
             warnings = [self.fallback, *warnings]
         return list(built.blocks), warnings
-
-
-def _text_or_none(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ConfigError("expected a string", key="request.metadata.memory.additional_context")
-    return value
-
-
-def _strategy(value: Any) -> str | None:
-    if value is None:
-        return None
-    if value not in STRATEGIES:
-        raise ConfigError(
-            f"expected one of {', '.join(STRATEGIES)}, got {value!r}",
-            key="request.metadata.memory.strategy",
-        )
-    return str(value)
