@@ -3,7 +3,7 @@
 For each question of categories 1–4 of the six LoCoMo conversations in
 ``../shared/data/locomo/locomo-dev.json`` (override: ``LAMINA_LOCOMO``; evaluation only, never
 copied into the repository), the corpus is that conversation's dialog turns, one memory chunk per
-turn (``Speaker: text``). The question is assembled through a real ``Assembler`` with the
+turn (``Speaker: text``; read by ``memory_locomo.py``). The question is assembled through a real ``Assembler`` with the
 ``memory`` plugin (``gpt-4o``, o200k_base); recall is the fraction of the question's evidence
 turns among the chunks injected, and the memory layer as rendered is checked to fit the budget.
 
@@ -21,28 +21,20 @@ Run: ``.venv/bin/python bench/bench_memory.py [--budget 1024] [--variants bm25,f
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import statistics
-import sys
 import time
 from collections import defaultdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import lamina_memory.plugin as memory_plugin
 from lamina_memory.records import Chunk
 from lamina_memory.retrieval import Filters
+from memory_locomo import CATEGORIES, embed_all, embed_cached, evidence, load, turns
 
 from lamina.testing import make_assembler
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(
-    os.environ.get("LAMINA_LOCOMO", ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json")
-)
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "defaults without the model": {"embedder": "none"},
@@ -68,89 +60,6 @@ GRIDS: dict[str, list[dict[str, Any]]] = {
         for nw in (0.5, 0.7, 0.9)
     ],
 }
-
-
-def load() -> list[dict[str, Any]]:
-    if not DATA.is_file():
-        sys.exit(f"LoCoMo data not found at {DATA} (set LAMINA_LOCOMO)")
-    data: list[dict[str, Any]] = json.loads(DATA.read_text("utf-8"))
-    return data
-
-
-def session_time(raw: str) -> datetime | None:
-    """``1:56 pm on 8 May, 2023`` → an aware datetime (UTC), or None."""
-    try:
-        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-def turns(sample: dict[str, Any]) -> list[Chunk]:
-    conv = sample["conversation"]
-    out = []
-    keys = sorted(
-        (k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
-    )
-    for key in keys:
-        when = session_time(conv.get(f"{key}_date_time", ""))
-        for t in conv[key]:
-            out.append(
-                Chunk(id=t["dia_id"], text=f"{t['speaker']}: {t['text']}", time=when, session=key)
-            )
-    return out
-
-
-def evidence(raw: list[str], known: set[str]) -> set[str]:
-    """Normalise LoCoMo's evidence ids (``D8:6; D9:17``, ``D:11:26``, ``D30:05``)."""
-    out = set()
-    for item in raw:
-        for part in re.split(r"[;,\s]+", item):
-            m = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
-            if m:
-                dia = f"D{m.group(1)}:{m.group(2)}"
-                if dia in known:
-                    out.add(dia)
-    return out
-
-
-CACHE = Path(os.environ.get("LAMINA_BENCH_CACHE", Path.home() / ".cache" / "lamina-bench"))
-
-
-def embed_cached(texts: list[str]) -> Any:
-    """MiniLM vectors of ``texts``, kept in ``LAMINA_BENCH_CACHE`` (by the texts' hash) so
-    repeated runs do not embed the same turns again."""
-    import hashlib
-
-    import numpy as np
-    from lamina_memory.embedders import get_embedder
-
-    key = hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()[:24]
-    path = CACHE / f"minilm-{key}.npy"
-    if path.is_file():
-        return np.load(path)
-    vecs = get_embedder("minilm").embed(texts)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    np.save(path, vecs)
-    return vecs
-
-
-def embed_all(samples: list[dict[str, Any]]) -> dict[str, list[Chunk]]:
-    """Every conversation's turns with MiniLM embeddings (computed once for all variants)."""
-    out = {}
-    for s in samples:
-        chunks = turns(s)
-        vecs = embed_cached([c.text for c in chunks])
-        out[s["sample_id"]] = [
-            Chunk(
-                id=c.id,
-                text=c.text,
-                time=c.time,
-                session=c.session,
-                embedding=tuple(float(x) for x in v),
-            )
-            for c, v in zip(chunks, vecs, strict=True)
-        ]
-    return out
 
 
 def run_variant(
