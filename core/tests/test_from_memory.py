@@ -123,3 +123,19 @@ def test_static_blocks_are_given_from_memory_unless_one_is_a_file(
     b = make_assembler({"model": "gpt-4o", "blocks": [rules]})
     assert "From a file." in b.assemble(b.request("q")).system_prompt
     assert len(reads) == 1 and reads[0] is not threading.current_thread()  # on the pool
+
+
+def test_static_text_blocks_are_made_once_per_config() -> None:
+    from lamina.builtins import static_plugin
+
+    config = {"model": "gpt-4o", "blocks": [{"id": "rules", "layer": "workspace", "text": "Hi"}]}
+    a, b = make_assembler(config), make_assembler(dict(config, session="other"))
+    record = next(p.record for p in a.registry.providers if p.record.name == "static")
+    made = []
+    for assembler in (a, a, b):
+        ctx = assembler.assemble(assembler.request("q"))
+        assert "Hi" in ctx.system_prompt
+        made.append(static_plugin._made[(id(assembler.config), "static")][1])
+    assert made[0] is made[1]  # the same block objects on every request
+    assert made[2] is not made[0] and made[2] == made[0]  # another config makes its own
+    assert record.from_memory is static_plugin.from_memory

@@ -241,3 +241,33 @@ def test_a_vouched_history_is_read_again_only_after_a_write(
             assert history_of(db, ledger, "s", None) is first
             ledger.append_turn("s", exchange(2))  # a write through this ledger: read again
             assert len(history_of(db, ledger, "s", None).turns) == 3
+
+
+def test_an_event_is_counted_before_the_kernel_only_when_its_size_matters(
+    tmp_path: Path, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Far under the limit, a bound on the event's tokens says no compaction is due, and the
+    kernel counts the event; near it, the session counts it exactly first, as before."""
+    cfg = config(str(tmp_path / "l.db"))
+    a = make_assembler(cfg, plugins=[("ledger", plugin)])
+    order: list[str] = []
+    count, run = LedgerSession._event_tokens, a.run
+    monkeypatch.setattr(
+        LedgerSession, "_event_tokens", lambda self, r: order.append("count") or count(self, r)
+    )
+    monkeypatch.setattr(a, "run", lambda *args, **kw: order.append("kernel") or run(*args, **kw))
+    with LedgerSession(a) as s:
+        s.start("s")
+        for i in range(3):
+            req = a.request(f"q{i}")
+            s.assemble(req)
+            s.record_turn(req, exchange(i))
+        order.clear()
+        s.assemble(a.request("short"))
+        assert order == ["kernel", "count"]  # counted after, from the kernel's memo
+        big = "word " * 99_000  # its bound alone is over the limit: counted exactly first
+        order.clear()
+        s.assemble(a.request(big, max_tokens=200_000))
+        s.assemble(a.request(big, max_tokens=200_000))
+        assert order[-3:] == ["count", "kernel", "count"]
+    a.close()

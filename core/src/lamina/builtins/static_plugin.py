@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,12 +47,28 @@ def provide(ctx: ProviderContext) -> Iterator[Block]:
         )
 
 
+#: Text-only blocks made for a config (by plugin name), the same objects every request.
+_made: dict[tuple[int, str], tuple[object, list[Block]]] = {}
+_made_lock = threading.Lock()
+
+
 def from_memory(ctx: ProviderContext) -> list[Block] | None:
     """The blocks when none is read from a file (``provide`` then only computes): given on
-    the assembling thread. With a file block, ``None``: ``provide`` reads on the pool."""
-    if any(spec.file is not None for spec in ctx.config.blocks):
+    the assembling thread, made once per config. With a file block, ``None``: ``provide``
+    reads on the pool."""
+    config = ctx.config
+    key = (id(config), ctx.plugin)
+    found = _made.get(key)
+    if found is not None and found[0] is config:
+        return found[1]
+    if any(spec.file is not None for spec in config.blocks):
         return None
-    return list(provide(ctx))
+    blocks = list(provide(ctx))
+    with _made_lock:
+        if len(_made) >= 16:
+            _made.clear()
+        _made[key] = (config, blocks)
+    return blocks
 
 
 def _read_regular(path: Path) -> str:

@@ -153,8 +153,12 @@ class LedgerSession(AsyncCalls):
         compacted = False
         stubbing = self.assembler.config.tool_results.stub_after > 0
         if seen is not None and not seen[3] and not stubbing:
-            available, fixed = seen[0], seen[1] - seen[2] + self._event_tokens(request)
-            over = self._history_tokens(request) > history_limit(self.settings, available, fixed)
+            available, base, history = seen[0], seen[1] - seen[2], self._history_tokens(request)
+            # A bound on the event's tokens first (the kernel counts it anyway): counted
+            # here only when the bound leaves the answer open.
+            over = history > history_limit(self.settings, available, base + _bound(request))
+            fixed = base + self._event_tokens(request) if over else 0
+            over = over and history > history_limit(self.settings, available, fixed)
             if over and not self._holds_capped(request, available):
                 result = self._compact(
                     request, self.settings.compact_target, available, fixed, "context_limit"
@@ -413,6 +417,13 @@ class LedgerSession(AsyncCalls):
 def _key(request: AssemblyRequest) -> tuple[Any, ...]:
     """What a request's budget outside history depends on, besides its event."""
     return (request.session_label, request.model, request.max_tokens, request.role)
+
+
+def _bound(request: AssemblyRequest) -> int:
+    """At least the event's tokens by any byte-level tokenizer (a token is one byte or more;
+    a few for markers it may add). A tokenizer counting more only makes the kernel cut
+    instead, and the session compacts then (see ``_measure``)."""
+    return len(request.event.content.encode("utf-8", "surrogatepass")) + 8
 
 
 def _after(request: AssemblyRequest, result: CompactionResult | None) -> AssemblyRequest:
