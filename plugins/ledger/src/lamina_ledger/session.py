@@ -28,15 +28,16 @@ from lamina_ledger.locks import SessionLocks
 from lamina_ledger.pool import POOL
 from lamina_ledger.prefix import Prefixes
 from lamina_ledger.provenance import with_user_context
+from lamina_ledger.reads import Reads, budget_key, continued, event_bound
 from lamina_ledger.recent import SESSIONS, Recent
-from lamina_ledger.records import History, Trigger
+from lamina_ledger.records import Trigger
 from lamina_ledger.settings import LedgerSettings, settings_from
-from lamina_ledger.sizing import MemoTokenizer, Sizes, message_counts
+from lamina_ledger.sizing import Sizes, message_counts
 from lamina_ledger.summarizer import NAME as DEFAULT_SUMMARIZER
 from lamina_ledger.summarizer import summarizer as default_summarizer
-from lamina_ledger.trigger import due, edited, fits, history_limit, holds_capped
+from lamina_ledger.trigger import due, edited, fits, history_limit
 from lamina_ledger.user_context import user_context
-from lamina_ledger.vouch import history_of, vouched
+from lamina_ledger.vouch import vouched
 
 R = TypeVar("R")
 #: What ``LedgerSession._measure`` found when the request is to compact first: (available
@@ -45,7 +46,7 @@ R = TypeVar("R")
 Measured = tuple[int, int, AssembledContext | None]
 
 
-class LedgerSession(AsyncCalls):
+class LedgerSession(AsyncCalls, Reads):
     """Everything a host needs around one ``Assembler`` whose config has a ``[plugins.ledger]``
     database: ``assemble`` (compacts first when the context would not fit), ``run`` (sends,
     and on a context-overflow error compacts harder and retries once), ``record_turn``,
@@ -149,21 +150,21 @@ class LedgerSession(AsyncCalls):
         missing (the session's first request here), wrong, or cannot be made (the kernel
         edited tool results last time, or stubs them: the ledger's counts are of whole
         results) does the kernel run again."""
-        seen = self._seen.get(_key(request))
+        seen = self._seen.get(budget_key(request))
         compacted = False
         stubbing = self.assembler.config.tool_results.stub_after > 0
         if seen is not None and not seen[3] and not stubbing:
             available, base, history = seen[0], seen[1] - seen[2], self._history_tokens(request)
             # A bound on the event's tokens first (the kernel counts it anyway): counted
             # here only when the bound leaves the answer open.
-            over = history > history_limit(self.settings, available, base + _bound(request))
+            over = history > history_limit(self.settings, available, base + event_bound(request))
             fixed = base + self._event_tokens(request) if over else 0
             over = over and history > history_limit(self.settings, available, fixed)
             if over and not self._holds_capped(request, available):
                 result = self._compact(
                     request, self.settings.compact_target, available, fixed, "context_limit"
                 )
-                request, compacted = _after(request, result), result is not None
+                request, compacted = continued(request, result), result is not None
         measured = self._measure(request)
         if isinstance(measured, AssembledContext):
             return measured
@@ -171,7 +172,7 @@ class LedgerSession(AsyncCalls):
             result = self._compact(
                 request, self.settings.compact_target, *measured[:2], "context_limit"
             )
-            request = _after(request, result)
+            request = continued(request, result)
             measured = self._measure(request)
             if isinstance(measured, AssembledContext):
                 return measured
@@ -181,7 +182,7 @@ class LedgerSession(AsyncCalls):
         result = self._compact(
             request, self.settings.recovery_target, *measured[:2], "context_limit"
         )
-        return self._kernel(_after(request, result))
+        return self._kernel(continued(request, result))
 
     def recover(
         self, request: AssemblyRequest, failed: AssembledContext | None = None
@@ -195,7 +196,7 @@ class LedgerSession(AsyncCalls):
             result = self._compact(
                 request, self.settings.recovery_target, available, fixed, "overflow_recovery"
             )
-            return self._reported(self._observed(request, self._kernel(_after(request, result))))
+            return self._reported(self._observed(request, self._kernel(continued(request, result))))
 
     def run(
         self,
@@ -283,48 +284,18 @@ class LedgerSession(AsyncCalls):
 
     # -- internals -----------------------------------------------------------------------
 
-    def _kernel(self, request: AssemblyRequest) -> AssembledContext:
-        """The kernel's assembly, its history provider giving the history read here, on this
-        thread, just before (``lamina_ledger.vouch``: no hop to the provider pool)."""
-        with vouched(self.target, self.ledger, request.session_label, request.parent_turn_id):
-            return self.assembler.assemble(request)
-
-    def _history(self, request: AssemblyRequest) -> History:
-        """The request's history: as this thread read it last, unless written since."""
-        return history_of(self.target, self.ledger, request.session_label, request.parent_turn_id)
-
-    def _tokenizer(self, model: str) -> MemoTokenizer:
-        resolved = self.assembler.model(model)
-        return MemoTokenizer(tokenizer=resolved.tokenizer, counter=resolved.counter)
-
-    def _event_tokens(self, request: AssemblyRequest) -> int:
-        return self._tokenizer(request.model).count(request.event.content)
-
-    def _history_tokens(self, request: AssemblyRequest) -> int:
-        """The ledger history's tokens as the kernel will measure them (exact counts)."""
-        resolved = self.assembler.model(request.model)
-        history = self._history(request)
-        return self._sizes.history(
-            history,
-            self._tokenizer(request.model),
-            resolved.info.message_overhead,
-            self.settings,
-        )
-
-    def _holds_capped(self, request: AssemblyRequest, available: int) -> bool:
-        """Whether the history holds a tool result the kernel will cap (then the kernel is
-        asked whether it fits: the ledger counts the whole result)."""
-        history = self._history(request)
-        tokenizer = self._tokenizer(request.model)
-        return holds_capped(history, tokenizer, self.assembler.config, available)
-
     def _observed(self, request: AssemblyRequest, ctx: AssembledContext) -> AssembledContext:
         """Remember what ``ctx`` showed of the budget for the session's next request."""
         budget = ctx.token_budget
         fixed = budget.used.total - budget.used.history
         events = self._event_tokens(request)
         stubs = self.assembler.config.tool_results.stub_after > 0
-        self._seen[_key(request)] = (budget.available, fixed, events, edited(ctx, stubs=stubs))
+        self._seen[budget_key(request)] = (
+            budget.available,
+            fixed,
+            events,
+            edited(ctx, stubs=stubs),
+        )
         return ctx
 
     def _budget(self, request: AssemblyRequest, ctx: AssembledContext | None) -> tuple[int, int]:
@@ -333,7 +304,7 @@ class LedgerSession(AsyncCalls):
         if ctx is not None:
             used = ctx.token_budget.used
             return ctx.token_budget.available, used.total - used.history
-        seen = self._seen.get(_key(request))
+        seen = self._seen.get(budget_key(request))
         if seen is not None:
             return seen[0], seen[1] - seen[2] + self._event_tokens(request)
         measured = self._measure(request)
@@ -350,7 +321,7 @@ class LedgerSession(AsyncCalls):
             hist = self._history_tokens(request)
             fixed = max(0, exc.available + exc.overage - hist)
             events = self._event_tokens(request)
-            self._seen[_key(request)] = (exc.available, fixed, events, False)
+            self._seen[budget_key(request)] = (exc.available, fixed, events, False)
             return exc.available, fixed, None
         whole = fits(ctx)
         if whole and not due(ctx, self.settings):
@@ -412,24 +383,3 @@ class LedgerSession(AsyncCalls):
         except ConfigError:
             return lambda _exc: False
         return adapter.is_context_overflow
-
-
-def _key(request: AssemblyRequest) -> tuple[Any, ...]:
-    """What a request's budget outside history depends on, besides its event."""
-    return (request.session_label, request.model, request.max_tokens, request.role)
-
-
-def _bound(request: AssemblyRequest) -> int:
-    """At least the event's tokens by any byte-level tokenizer (a token is one byte or more;
-    a few for markers it may add). A tokenizer counting more only makes the kernel cut
-    instead, and the session compacts then (see ``_measure``)."""
-    return len(request.event.content.encode("utf-8", "surrogatepass")) + 8
-
-
-def _after(request: AssemblyRequest, result: CompactionResult | None) -> AssemblyRequest:
-    """A request pinned to a turn (``parent_turn_id``) now continues from the compaction."""
-    if result is None or request.parent_turn_id is None:
-        return request
-    from attrs import evolve
-
-    return evolve(request, parent_turn_id=result.turn_id)
