@@ -4,7 +4,7 @@ uncompacted session vs a 100-turn one.
 
 Part 1. The 300-turn code-review session of ``bench_cache.py`` (stdlib source, seeded, no
 network) runs through ``LedgerSession`` (assemble, then ``record_turn``) at a 32k and a 128k
-budget, SQLite ledger in a temp dir. After the 300 turns, ``--requests`` more turns are timed:
+budget, SQLite ledger in a temp dir, the system prompt declared in config (``[[blocks]]``). After the 300 turns, ``--requests`` more turns are timed:
 each request's ``LedgerSession.assemble`` (compactions included, as they happen) and, on the
 same history at the same step, ``trim_messages(strategy="last", start_on="human")`` whose
 ``token_counter`` reads a dict of counts made beforehand (untimed). Rounds interleave the
@@ -37,8 +37,8 @@ from lamina_ledger.ledger import Ledger
 from lamina_ledger.session import LedgerSession
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, trim_messages
 
-from lamina import Block, Message, ToolCallPart
-from lamina.testing import StaticProvider, make_assembler
+from lamina import Message, ToolCallPart
+from lamina.testing import make_assembler
 from lamina.tokens import load_encoding
 
 BUDGETS = (32_000, 128_000)
@@ -81,11 +81,10 @@ def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, A
             "session": "bench",
             "budget": {"max_tokens": budget, "reserve_response": 0, "reserve_tools": 0},
             "plugins": {"ledger": {"database": f"{tmp}/ledger.db"}},
+            # The system prompt as a host declares it (the static provider, [[blocks]]).
+            "blocks": [{"id": "system", "layer": "workspace", "text": system, "trusted": True}],
         }
-        block = Block.text("system", "workspace", system, trusted=True)
-        a = make_assembler(
-            cfg, plugins=[("ledger", ledger_plugin), ("system", StaticProvider([block]))]
-        )
+        a = make_assembler(cfg, plugins=[("ledger", ledger_plugin)])
         with a, LedgerSession(a) as s:
             s.start("bench")
             for i, turn in enumerate(turns):
