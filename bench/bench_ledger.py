@@ -8,7 +8,8 @@ budget, SQLite ledger in a temp dir, the system prompt declared in config (``[[b
 After the 300 turns, ``--requests`` more turns are timed: each request's
 ``LedgerSession.assemble`` (compactions included, as they happen) and, on the same history at
 the same step, ``trim_messages(strategy="last", start_on="human")`` whose ``token_counter``
-reads a dict of counts made beforehand (untimed). Rounds interleave the two; medians per request and their ratio (Lamina / peer: <= 1.0 means Lamina is as fast).
+reads a dict of counts made beforehand (untimed). Rounds interleave the two; medians per
+request and their ratio (Lamina / peer: <= 1.0 means Lamina is as fast).
 
 Part 2. Two ledger sessions of short turns, 100 and 10,000 turns, never compacted (a budget
 that holds both whole). Each timed request appends one turn (untimed) and assembles; the
