@@ -271,3 +271,25 @@ def test_an_event_is_counted_before_the_kernel_only_when_its_size_matters(
         s.assemble(a.request(big, max_tokens=200_000))
         assert order[-3:] == ["count", "kernel", "count"]
     a.close()
+
+
+def test_an_unchanged_history_is_checked_with_one_statement(
+    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Ledger.open(target) as ledger, Ledger.open(target) as other:
+        ledger.append_turn("s", exchange(0))
+        first = ledger.history("s")
+        statements: list[str] = []
+        execute = ledger.db.execute
+
+        def spy(sql: str, *args: Any) -> Any:
+            statements.append(sql)
+            return execute(sql, *args)
+
+        monkeypatch.setattr(ledger.db, "execute", spy)
+        assert ledger.history("s") is first
+        assert len(statements) == 1  # the version and head: no transaction around it
+        other.append_turn("s", exchange(1))
+        statements.clear()
+        assert len(ledger.history("s").turns) == 2  # moved: read in a snapshot
+        assert any(s.startswith("BEGIN") for s in statements)

@@ -107,8 +107,12 @@ class LedgerReader:
 
         The history is remembered: the next call reads only what was appended since (one
         query when nothing was), and re-reads the rest only after a compaction or a branch."""
-        with self._failing(session, at_turn), self.db.read():
-            return self._entry(session, at_turn).history
+        with self._failing(session, at_turn):
+            same = self._unchanged(session, at_turn)
+            if same is not None:
+                return same.history
+            with self.db.read():
+                return self._entry(session, at_turn).history
 
     def history_blocks(
         self,
@@ -201,6 +205,21 @@ class LedgerReader:
                 entry.blocks = old.carried(history)
         self.cache.put(key, entry)
         return entry
+
+    def _unchanged(self, session: str, at_turn: str | None) -> Entry | None:
+        """The remembered history when it is known still to be the session's without a
+        transaction: a pinned turn's, or the head's when one statement reads the same version
+        and head. ``None``: read in a snapshot."""
+        with self.db.lock:
+            if self.db.depth:
+                return None
+            old = self.cache.get((session, at_turn))
+            if old is None or at_turn is not None:
+                return old
+            version, head = self._version_head(session)
+            return (
+                old if version is not None and (version, head) == (old.version, old.head) else None
+            )
 
     def _read(self, session: str, head: str | None, known: Mapping[str, Turn]) -> History:
         if head is None:
