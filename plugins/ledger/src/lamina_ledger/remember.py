@@ -1,0 +1,106 @@
+"""How a reader keeps each session's history up to date between requests (see ``cache``): a
+history that has not moved is checked with one statement, one that grew is read onto, and
+anything else is read whole in a snapshot, reusing the turns decoded already."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from lamina_ledger.cache import Entry, HistoryCache
+from lamina_ledger.db import Database
+from lamina_ledger.records import History, Turn
+from lamina_ledger.rows import unanswered
+
+#: Most turns appended since a remembered history that are read onto it; beyond (or when the
+#: remembered head is no longer an ancestor) the history is read whole, reusing decoded turns.
+_EXTEND = 512
+
+
+class Remembering:
+    """The part of ``LedgerReader`` that brings a remembered history up to date."""
+
+    db: Database
+    cache: HistoryCache
+
+    if TYPE_CHECKING:  # (LedgerReader's)
+
+        def _version_head(self, session: str) -> tuple[int | None, str | None]: ...
+
+        def _read(self, session: str, head: str | None, known: Mapping[str, Turn]) -> History: ...
+
+        def _walk(
+            self, session: str, start: str, mode: str, stop: str | None = None, limit: int = ...
+        ) -> list[tuple[str, str | None, str]]: ...
+
+        def _turns(
+            self, ids: Sequence[str], session: str | None, known: Mapping[str, Turn] | None = None
+        ) -> list[Turn]: ...
+
+        def _pair_tool_results(
+            self, session: str, turns: list[Turn], known: Mapping[str, Turn] | None = None
+        ) -> list[Turn]: ...
+
+    def _entry(self, session: str, at_turn: str | None) -> Entry:
+        """The remembered history of ``session`` (at ``at_turn``), brought up to date. Inside
+        a write nothing is remembered: what it read could still be rolled back."""
+        if self.db.depth:
+            version, head = self._version_head(session) if at_turn is None else (None, at_turn)
+            return Entry(version=version, head=head, history=self._read(session, head, {}))
+        key = (session, at_turn)
+        old = self.cache.get(key)
+        if at_turn is not None:  # a turn's ancestry never changes
+            if old is None:
+                history = self._read(session, at_turn, self.cache.known(session))
+                old = Entry(version=None, head=at_turn, history=history)
+                self.cache.put(key, old)
+            return old
+        version, head = self._version_head(session)
+        if old is not None and old.version == version and old.head == head:
+            return old
+        extended = self._extended(session, old, head) if old is not None else None
+        history = extended or self._read(session, head, self.cache.known(session))
+        entry = Entry(version=version, head=head, history=history)
+        if old is not None:
+            grown = old.history.turns == history.turns[: len(old.history.turns)]
+            if extended is not None and grown:
+                old.hand_over(entry)  # the old history is a prefix: its block list grows
+            else:
+                entry.blocks = old.carried(history)
+        self.cache.put(key, entry)
+        return entry
+
+    def _unchanged(self, session: str, at_turn: str | None) -> Entry | None:
+        """The remembered history when it is known still to be the session's without a
+        transaction: a pinned turn's, or the head's when one statement reads the same version
+        and head. ``None``: read in a snapshot."""
+        with self.db.lock:
+            if self.db.depth:
+                return None
+            old = self.cache.get((session, at_turn))
+            if old is None or at_turn is not None:
+                return old
+            version, head = self._version_head(session)
+            return (
+                old if version is not None and (version, head) == (old.version, old.head) else None
+            )
+
+    def _extended(self, session: str, old: Entry, head: str | None) -> History | None:
+        """``old`` 's history with the turns appended on top of it since, or ``None`` when it
+        cannot be extended (a compaction since, another branch, too many new turns)."""
+        if head is None or old.head is None:
+            return None
+        walked = self._walk(session, head, "until", old.head, limit=_EXTEND)
+        if walked[-1][0] != old.head or any(r[2] != "normal" for r in walked[:-1]):
+            return None
+        new = self._turns([r[0] for r in reversed(walked[:-1])], session)
+        turns = [*old.history.turns, *new]
+        missing = unanswered(m for t in new for m in t.messages)
+        if missing and not missing.keys() <= old.calls():  # (the old history is paired)
+            turns = self._pair_tool_results(session, turns)
+        return History(
+            session=session,
+            head_turn_id=head,
+            compaction=old.history.compaction,
+            turns=tuple(turns),
+        )
