@@ -132,7 +132,15 @@ def test_the_newest_groups_sizes_are_those_of_the_groups(seed: int) -> None:
         items.append(item)
     cut = rng.randint(0, len(items))
     buckets = [
-        Bucket(order=50, items=part, layer="session", placement="history", capped=[], tools=[])
+        Bucket(
+            order=50,
+            items=part,
+            size=len(part),
+            layer="session",
+            placement="history",
+            capped=[],
+            tools=[],
+        )
         for part in (items[:cut], items[cut:])
     ]
     for count in range(0, 8):
@@ -142,3 +150,31 @@ def test_the_newest_groups_sizes_are_those_of_the_groups(seed: int) -> None:
         made.history = buckets
         sizes = made.groups(items)[1]
         assert walked.recent_sizes(items, count) == sizes[len(sizes) - min(count, len(sizes)) :]
+
+
+def test_a_history_that_grew_then_went_back_to_an_older_turn_is_placed_afresh() -> None:
+    """A grown bucket goes on with its parent's item list; going back to the shorter history
+    (a retry pinned to an older turn) or to a branch off it never reuses that list as it now
+    is: each assembly is what a fresh assembler gives."""
+    base = [b for n in range(10) for b in _turn(n)]
+    current = {"blocks": list(base)}
+    config = {"model": "gpt-4o", "budget": {"max_tokens": 100_000}}
+    warm = make_assembler(config, plugins=[("f", StaticProvider(lambda ctx: current["blocks"]))])
+    steps = [
+        base + _turn(10),
+        base + _turn(10) + _turn(11),
+        list(base),  # back to the older turn
+        base + _turn(20),  # a branch off it
+        base + _turn(20) + _turn(21),
+    ]
+    for blocks in steps:
+        current["blocks"] = blocks
+        got = warm.assemble(warm.request("q"))
+        fresh = make_assembler(config, plugins=[("f", StaticProvider(list(blocks)))])
+        assert _strip(got) == _strip(fresh.assemble(fresh.request("q")))
+        fresh.close()
+        layout = _layout(warm)
+        for run in layout.runs.values():
+            for bucket in run.buckets.values():
+                assert len(bucket.items) == bucket.size
+    warm.close()

@@ -32,10 +32,15 @@ class Bucket:
     """One run's items of one layer order, in gathered order, with what fitting reads of them:
     the items with a ``max_tokens`` of their own, the history items holding tool calls or
     results, and for history the groups and their sizes (computed on first use, extended
-    from ``parent`` 's when the run grew)."""
+    from ``parent`` 's when the run grew).
+
+    A bucket made for a run that grew takes its parent's item list and appends to it (the
+    parent's run is done with: the layout keeps the new one); ``size`` is how many items are
+    the bucket's own, so a parent whose list went on is never mistaken for a current one."""
 
     order: int
     items: list[Item]
+    size: int
     layer: str | None  # None when layers sharing an order share the bucket
     placement: str | None
     capped: list[Item]
@@ -78,10 +83,10 @@ class Bucket:
             parent = self.parent
             if parent is not None and parent.groups is not None and parent.sizes is not None:
                 groups, sizes = list(parent.groups), list(parent.sizes)
-                extend_groups(groups, sizes, self.items[len(parent.items) :])
+                extend_groups(groups, sizes, self.items[parent.size : self.size])
             else:
                 groups, sizes = [], []
-                extend_groups(groups, sizes, self.items)
+                extend_groups(groups, sizes, self.items[: self.size])
             self.groups, self.sizes, self.parent = groups, sizes, None
         return self.groups, self.sizes
 
@@ -162,15 +167,22 @@ def _buckets(items: list[Item], parents: dict[int, Bucket] | None = None) -> dic
             bucket = Bucket(
                 order=order,
                 items=members,
+                size=len(members),
                 layer=layer,
                 placement=members[0].placement if layer is not None else None,
                 capped=capped,
                 tools=tools,
             )
         else:
+            if len(parent.items) == parent.size:  # its list goes on (see Bucket)
+                grown = parent.items
+                grown += members
+            else:
+                grown = parent.items[: parent.size] + members
             bucket = Bucket(
                 order=order,
-                items=parent.items + members,
+                items=grown,
+                size=len(grown),
                 layer=layer,
                 placement=parent.placement if layer is not None else None,
                 capped=parent.capped + capped,
@@ -180,9 +192,9 @@ def _buckets(items: list[Item], parents: dict[int, Bucket] | None = None) -> dic
                 parent=parent if parent.groups is not None else parent.parent,
                 offset=parent.offset,
                 indexed=parent.indexed,
-                start=len(parent.items),
+                start=parent.size,
                 inherited=(parent.original, parent.whole),
-                memo=inherit(parent.memo, len(parent.items)),
+                memo=inherit(parent.memo, parent.size),
             )
         out[order] = bucket
     return dict(sorted(out.items()))
@@ -211,11 +223,12 @@ def place_run(
         n = len(prev.blocks)
         # Gather found them to start with the blocks it kept last call: this run's, if so.
         proven = gathered.prior is not None and gathered.prior is prev.blocks
-        if len(blocks) == n and (proven or blocks == prev.blocks):
+        intact = all(len(b.items) == b.size for b in prev.buckets.values())
+        if len(blocks) == n and intact and (proven or blocks == prev.blocks):
             if prev.blocks is not kept:
                 prev.blocks = kept  # (the same blocks: the run keeps gather's copy)
             return prev
-        if len(blocks) > n and (proven or blocks[:n] == prev.blocks):
+        if len(blocks) > n and intact and (proven or blocks[:n] == prev.blocks):
             tail = [make(b) for b in blocks[n:]]
             fresh.extend(tail)
             buckets = _buckets(tail, prev.buckets)
@@ -223,7 +236,7 @@ def place_run(
             if items is None:  # one bucket: it holds the run's items, in order
                 items = next(iter(buckets.values())).items
             return Run(plugin=prev.plugin, blocks=kept, items=items, buckets=buckets)
-        known = {id(i.base): i for i in prev.items}
+        known = {id(i.base): i for b in prev.buckets.values() for i in b.items[: b.size]}
     items = []
     for block in blocks:
         item = known.get(id(block))
