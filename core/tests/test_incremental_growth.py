@@ -53,7 +53,7 @@ def test_a_grown_history_renders_only_its_new_messages(
     warm.assemble(warm.request("q"))
     reads = Reads(Item.__dict__["memo_message"])
     monkeypatch.setattr(Item, "memo_message", reads)
-    for n in range(200, 206):
+    for n in range(200, 240):  # more than report.CHUNKS turns
         history = history + _turn(n)
         current["blocks"] = [*head, *history]
         reads.count = 0

@@ -28,6 +28,9 @@ from lamina.model.request import Tool
 from lamina.records import Exclusion
 from lamina.serde import unstructure
 
+#: Chunks of kept history reports a memo holds before joining them into one.
+CHUNKS = 32
+
 
 def report(state: InFlight, rules: Rules, after_history_tokens: int) -> AssembledContext:
     """The report phase: the context with its report (timings up to this phase)."""
@@ -96,16 +99,21 @@ def _kept_reports(
     for run in runs:
         if memo is not None and run is memo.get("live"):
             if "reports" not in memo:
-                base = memo.get("base")
-                if base is not None and base["reports"] is not None and base["n"] <= len(run):
-                    made = [_kept_report(i) for i in run[base["n"] :]]
-                    memo["reports"] = base["reports"] + made
-                else:
-                    memo["reports"] = [_kept_report(i) for i in run]
-            out.append(memo["reports"])
+                memo["reports"] = _history_reports(run, memo.get("base"))
+            out += memo["reports"]
         else:
             out.append([_kept_report(i) for i in run])
     return out
+
+
+def _history_reports(run: list[Item], base: dict[str, Any] | None) -> list[list[BlockReport]]:
+    """The kept history's reports in chunks: those of the history it grew from (``base``)
+    and the new items' (joined into one chunk every ``CHUNKS``), so a session that grew by a
+    turn makes the turn's reports and copies no list of all of them."""
+    if base is None or base["reports"] is None or base["n"] > len(run):
+        return [[_kept_report(i) for i in run]]
+    chunks = [*base["reports"], [_kept_report(i) for i in run[base["n"] :]]]
+    return chunks if len(chunks) <= CHUNKS else [list(chain.from_iterable(chunks))]
 
 
 def _kept_report(item: Item) -> BlockReport:
