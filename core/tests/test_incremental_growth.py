@@ -178,3 +178,26 @@ def test_a_history_that_grew_then_went_back_to_an_older_turn_is_placed_afresh() 
             for bucket in run.buckets.values():
                 assert len(bucket.items) == bucket.size
     warm.close()
+
+
+def test_a_provider_that_changes_its_own_list_in_place_is_seen_each_time() -> None:
+    """A provider may hand back one list it goes on changing (the ledger appends to its
+    own): gather copies it before reading it, so each assembly sees the list as it was given,
+    whether it grew, had a block replaced in place or lost its last one."""
+    held = [b for n in range(30) for b in _turn(n)]
+    config = {"model": "gpt-4o", "budget": {"max_tokens": 100_000}}
+    warm = make_assembler(config, plugins=[("f", StaticProvider(lambda ctx: held))])
+    changes = [
+        lambda: held.extend(_turn(30)),
+        lambda: held.extend(_turn(31) + _turn(32)),
+        lambda: held.__setitem__(5, Block.text("t2a", "session", "edited", role="assistant")),
+        lambda: held.pop(),
+        lambda: held.extend(_turn(33)),
+    ]
+    for change in changes:
+        change()
+        got = warm.assemble(warm.request("q"))
+        fresh = make_assembler(config, plugins=[("f", StaticProvider(list(held)))])
+        assert _strip(got) == _strip(fresh.assemble(fresh.request("q")))
+        fresh.close()
+    warm.close()

@@ -133,7 +133,7 @@ class Gatherer:
                 Gathered(
                     key=position,
                     plugin=item.plugin,
-                    blocks=blocks,
+                    blocks=memo.blocks,  # gather's copy: the provider's list may change
                     kept=memo.blocks,
                     prior=memo.prior,
                 )
@@ -197,31 +197,22 @@ class Gatherer:
         known = 0
         ids: set[str] = set()
         session = False
-        kept: list[Block] | None = None
         prior: list[Block] | None = None
-        if memo is not None:
-            n = len(memo.blocks)
-            if len(blocks) == n:
-                same = blocks == memo.blocks
-            elif len(blocks) > n:  # one copy, compared without its new blocks (no slice)
-                kept = list(blocks)
-                tail = kept[n:]
-                del kept[n:]
-                same = kept == memo.blocks
-                kept += tail
-            else:
-                same = False
-            if same:
-                for plugin, other in seen:
-                    if not memo.ids.isdisjoint(other):
-                        first = next(b.id for b in blocks if b.id in other)
-                        return f"yielded block id {first!r} twice (first from {plugin!r})"
-                if len(blocks) == n:
-                    memo.prior = memo.blocks
-                    return memo
-                # The memo is replaced by what this returns: its id set can grow in place.
-                known, ids, session, prior = n, memo.ids, memo.session, memo.blocks
-        for block in blocks[known:]:
+        if memo is not None and len(blocks) == len(memo.blocks) and blocks == memo.blocks:
+            clash = _clash(memo, seen)  # the same blocks: the memo's copy stands for them
+            if clash is not None:
+                return clash
+            memo.prior = memo.blocks
+            return memo
+        # Copied first: nothing below reads the provider's list (it may change afterwards).
+        kept = list(blocks)
+        if memo is not None and len(kept) > len(memo.blocks) and starts_with(kept, memo.blocks):
+            clash = _clash(memo, seen)
+            if clash is not None:
+                return clash
+            # The memo is replaced by what this returns: its id set can grow in place.
+            known, ids, session, prior = len(memo.blocks), memo.ids, memo.session, memo.blocks
+        for block in kept[known:]:
             if not isinstance(block, Block):
                 return f"yielded {type(block).__name__}, expected Block"
             layers = self.registry.layers
@@ -242,8 +233,27 @@ class Gatherer:
                 return f"yielded block id {block.id!r} twice (first from {origin!r})"
             ids.add(block.id)
             session = session or block.layer == SESSION
-        kept = list(blocks) if kept is None else kept
         return Checked(blocks=kept, ids=ids, session=session, prior=prior)
+
+
+def _clash(memo: Checked, seen: list[tuple[str, set[str]]]) -> str | None:
+    """What is wrong when a block ``memo`` checked has the id of another provider's block."""
+    for plugin, other in seen:
+        if not memo.ids.isdisjoint(other):
+            first = next(b.id for b in memo.blocks if b.id in other)
+            return f"yielded block id {first!r} twice (first from {plugin!r})"
+    return None
+
+
+def starts_with(blocks: list[Block], prefix: list[Block]) -> bool:
+    """Whether ``blocks`` begins with ``prefix`` 's blocks (equal by ``==``), without copying
+    either list or touching the identical ones: ordering two lists looks for the first items
+    that are not equal, at C speed; blocks have no order, so comparing those raises
+    ``TypeError``; when there are none, the shorter list is the lesser."""
+    try:
+        return prefix <= blocks
+    except TypeError:
+        return False
 
 
 def choose_history(state: InFlight, prefer: str, checked: dict[int, Checked]) -> None:

@@ -129,7 +129,9 @@ def cached_blocks(
 ) -> list[Block]:
     """The history's blocks, each turn's made once per plugin and kept on ``entry``;
     ``summary`` is the summary block's maker and what it depends on besides the compaction.
-    The whole list is kept too, and a history that grew is only appended to."""
+    The whole list is kept too, and a history that grew is only appended to: callers get
+    that list itself, to read only (the kernel copies a provider's list before it reads it,
+    so a later append does not reach an assembly under way)."""
     turns = entry.history.turns
     covered, out = entry.flat.get((plugin, summary[0]), (0, []))
     if not covered:
@@ -149,4 +151,4 @@ def cached_blocks(
             found = entry.blocks[key] = tuple(make(turn))
         out += found
     entry.flat[(plugin, summary[0])] = (len(turns), out)
-    return list(out)
+    return out
