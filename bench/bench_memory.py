@@ -25,13 +25,11 @@ import os
 import statistics
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
 from typing import Any
 
 import lamina_memory.plugin as memory_plugin
 from lamina_memory.records import Chunk
-from lamina_memory.retrieval import Filters
-from memory_locomo import CATEGORIES, embed_all, embed_cached, evidence, load, turns
+from memory_locomo import CATEGORIES, embed_all, embed_cached, evidence, load, timed_query, turns
 
 from lamina.testing import make_assembler
 
@@ -199,18 +197,7 @@ def latency(samples: list[dict[str, Any]], dense: bool, n_items: int = 10_000) -
     qs = [qa["question"] for s in samples for qa in s["qa"] if qa.get("category") in CATEGORIES]
     times = []
     for q in qs[:300]:
-        started = time.perf_counter()
-        svc.retrieve(
-            text=q,
-            session="locomo",
-            now=datetime(2026, 1, 1, tzinfo=UTC),
-            who=frozenset(),
-            filters=Filters(),
-            budget=1024,
-            tokenizer=tok,
-            fmt="markdown",
-        )
-        times.append(time.perf_counter() - started)
+        times.append(timed_query(svc, q, tok))
     svc.close()
     return {
         "items": n_items,

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,22 @@ def embed_all(samples: list[dict[str, Any]]) -> dict[str, list[Chunk]]:
             for c, v in zip(chunks, vecs, strict=True)
         ]
     return out
+
+
+def timed_query(svc: Any, question: str, tokenizer: Any) -> float:
+    """Seconds one retrieval of ``question`` takes (1,024 tokens, markdown, no permissions),
+    as both latency benchmarks time it."""
+    from lamina_memory.retrieval import Filters
+
+    started = time.perf_counter()
+    svc.retrieve(
+        text=question,
+        session="locomo",
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+        who=frozenset(),
+        filters=Filters(),
+        budget=1024,
+        tokenizer=tokenizer,
+        fmt="markdown",
+    )
+    return time.perf_counter() - started

@@ -20,11 +20,10 @@ import os
 import statistics
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from lamina_memory.records import Chunk
-from lamina_memory.retrieval import Filters
+from memory_locomo import timed_query
 
 BATCH = 5_000
 NOISE = 0.02
@@ -224,18 +223,7 @@ def _time_service(
     tok = TiktokenTokenizer("o200k_base")
 
     def one(q: str) -> float:
-        started = time.perf_counter()
-        svc.retrieve(
-            text=q,
-            session="locomo",
-            now=datetime(2026, 1, 1, tzinfo=UTC),
-            who=frozenset(),
-            filters=Filters(),
-            budget=1024,
-            tokenizer=tok,
-            fmt="markdown",
-        )
-        return time.perf_counter() - started
+        return timed_query(svc, q, tok)
 
     for q in questions:  # warm the caches: every question once, untimed
         one(q)

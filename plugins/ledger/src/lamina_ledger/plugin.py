@@ -21,18 +21,28 @@ if TYPE_CHECKING:
 # that never does, or a config without a ``database``, pays for neither.
 
 
+def _source(ctx: ProviderContext) -> tuple[LedgerSettings, str] | None:
+    """The settings and database this request's history comes from, or ``None`` when it
+    has none: no ``database`` configured, or a worker without ``worker_history``."""
+    settings: LedgerSettings | None = ctx.settings
+    if settings is None or settings.database is None:
+        return None
+    if ctx.request.role == "worker" and settings.worker_history == "none":
+        return None
+    target = settings.target(ctx.config)
+    assert target is not None
+    return settings, target
+
+
 def from_memory(ctx: ProviderContext) -> list[Block] | None:
     """``provide`` 's blocks when a ``LedgerSession`` on this thread has just read the
     session's history (``lamina_ledger.vouch``); else ``None``: ``provide`` reads."""
-    settings: LedgerSettings | None = ctx.settings
-    if settings is None or settings.database is None:
+    source = _source(ctx)
+    if source is None:
         return []
-    if ctx.request.role == "worker" and settings.worker_history == "none":
-        return []
+    settings, target = source
     from lamina_ledger.vouch import remembered
 
-    target = settings.target(ctx.config)
-    assert target is not None
     return remembered(
         target,
         ctx.request.session_label,
@@ -56,16 +66,13 @@ def _makers(settings: LedgerSettings, plugin: str) -> dict[str, Any]:
 def provide(ctx: ProviderContext) -> list[Block]:
     """The session's history from the ledger (summary, kept turns) as ``session`` blocks,
     read through a ledger kept open between requests (only what changed is read)."""
-    settings: LedgerSettings | None = ctx.settings
-    if settings is None or settings.database is None:
+    source = _source(ctx)
+    if source is None:
         return []
+    settings, target = source
     from lamina_ledger.db import db_errors, is_postgres
     from lamina_ledger.pool import POOL
 
-    if ctx.request.role == "worker" and settings.worker_history == "none":
-        return []
-    target = settings.target(ctx.config)
-    assert target is not None
     session = ctx.request.session_label
     lenient = settings.missing_session == "empty"
     local = not is_postgres(target) and not target.startswith("file:")
