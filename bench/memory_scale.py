@@ -68,6 +68,7 @@ def start_postgres(shared_buffers: str = "4GB") -> str:
     """A pgserver PostgreSQL under a temp dir with ``shared_buffers`` raised (a restart) and
     fsync off; stopped and deleted when this process exits. Returns a database's URL."""
     import atexit
+    import contextlib
     import shutil
     import tempfile
     from pathlib import Path
@@ -80,7 +81,15 @@ def start_postgres(shared_buffers: str = "4GB") -> str:
 
     base = Path(tempfile.mkdtemp(prefix="lamina-bench-pg-"))
     server = get_server(base / "data", cleanup_mode="delete")
-    atexit.register(lambda: (server.cleanup(), shutil.rmtree(base, ignore_errors=True)))
+
+    def stop() -> None:
+        # After the restart below pgserver no longer knows the postmaster: stop it by hand.
+        with contextlib.suppress(Exception):  # already stopped
+            pg_ctl(["-m", "fast", "-w", "stop"], pgdata=server.pgdata, user=server.system_user)
+        server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+
+    atexit.register(stop)
     dsn = server.get_uri()
     with psycopg.connect(dsn, autocommit=True) as conn:
         for key, value in (
