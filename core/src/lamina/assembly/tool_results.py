@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from attrs import evolve
 
+from lamina.assembly.history import history_groups
 from lamina.assembly.layout import merged_shape
 from lamina.assembly.measure import Measurer
 from lamina.assembly.state import InFlight, Item
@@ -79,13 +80,7 @@ def _old_results(state: InFlight, config: ToolResultsConfig) -> list[Item]:
     if buckets is not None:
         groups, _sizes = merged_shape(buckets)
     else:
-        groups = []
-        for item in state.by_placement.get("history", []):
-            key = item.base.group
-            if groups and key is not None and groups[-1][0].base.group == key:
-                groups[-1].append(item)
-            else:
-                groups.append([item])
+        groups = history_groups(state.by_placement.get("history", []))
     boundary = stub_boundary(len(groups), keep)
     if boundary == 0:
         return []
