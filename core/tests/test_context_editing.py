@@ -12,33 +12,11 @@ from lamina import Block, ToolCallPart, ToolResultPart
 from lamina.assembly.tool_results import stub_boundary
 from lamina.serde import to_json
 from lamina.testing import StaticProvider, make_assembler
-from lamina.testing.history import words
-
-
-def tool_turn(n: int, size: int = 400, tool: str = "read_file") -> list[Block]:
-    call = f"call{n}"
-    return [
-        Block.text(f"t{n}:u", "session", f"look at file {n}", role="user", group=f"t{n}"),
-        Block(
-            id=f"t{n}:call",
-            layer="session",
-            role="assistant",
-            group=f"t{n}",
-            content=(ToolCallPart(id=call, name=tool, arguments={"path": f"src/f{n}.py"}),),
-        ),
-        Block(
-            id=f"t{n}:result",
-            layer="session",
-            role="tool",
-            group=f"t{n}",
-            content=(ToolResultPart(call_id=call, content=words(size, n)),),
-        ),
-        Block.text(f"t{n}:a", "session", f"file {n} looks fine", role="assistant", group=f"t{n}"),
-    ]
+from lamina.testing.history import tool_turn, words
 
 
 def history(turns: int, size: int = 400) -> list[Block]:
-    return [b for n in range(turns) for b in tool_turn(n, size)]
+    return [b for n in range(turns) for b in tool_turn(n, f"look at file {n}", words(size, n))]
 
 
 def dynamic(config: dict) -> lamina.Assembler:
@@ -67,7 +45,7 @@ def test_old_results_become_one_line_stubs_named_in_the_report():
     for n, stub in enumerate(got[:4]):
         assert "\n" not in stub
         assert stub.startswith("[read_file result cleared from the context: ")
-        assert f"call call{n}" in stub and f"src/f{n}.py" in stub
+        assert f"call call{n}" in stub and f'"path": "f{n}.py"' in stub
     sizes = {b.id: b for b in ctx.report.blocks if b.id.endswith(":result")}
     for n in range(4):
         stubbed = sizes[f"t{n}:result"]
