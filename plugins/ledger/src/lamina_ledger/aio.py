@@ -6,59 +6,33 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, cast
 
 from lamina import AssembledContext, AssemblyRequest, Message, Usage
 from lamina_ledger.compaction import CompactionResult
 from lamina_ledger.records import Trigger
 
-
-class _Blocking(Protocol):
-    """The blocking calls the asyncio ones run."""
-
-    def assemble(self, request: AssemblyRequest) -> AssembledContext: ...
-
-    def recover(
-        self, request: AssemblyRequest, failed: AssembledContext | None = None
-    ) -> AssembledContext: ...
-
-    def compact(
-        self,
-        request: AssemblyRequest,
-        *,
-        share: float | None = None,
-        trigger: Trigger = "manual",
-        instructions: str | None = None,
-    ) -> CompactionResult | None: ...
-
-    def record_turn(
-        self,
-        request: AssemblyRequest | AssembledContext,
-        messages: Sequence[Message],
-        *,
-        usage: Usage | None = None,
-        message_tokens: Sequence[int | None] | None = None,
-        **fields: Any,
-    ) -> str: ...
+if TYPE_CHECKING:
+    from lamina_ledger.session import LedgerSession
 
 
 class AsyncCalls:
     """``aassemble``, ``arecover``, ``acompact`` and ``arecord_turn`` (mixed into
     ``LedgerSession``)."""
 
-    async def aassemble(self: _Blocking, request: AssemblyRequest) -> AssembledContext:
+    async def aassemble(self, request: AssemblyRequest) -> AssembledContext:
         """``assemble`` on a worker thread (the event loop never waits on the ledger or the
         tokenizer)."""
-        return await asyncio.to_thread(self.assemble, request)
+        return await asyncio.to_thread(_session(self).assemble, request)
 
     async def arecover(
-        self: _Blocking, request: AssemblyRequest, failed: AssembledContext | None = None
+        self, request: AssemblyRequest, failed: AssembledContext | None = None
     ) -> AssembledContext:
         """``recover`` on a worker thread."""
-        return await asyncio.to_thread(self.recover, request, failed)
+        return await asyncio.to_thread(_session(self).recover, request, failed)
 
     async def acompact(
-        self: _Blocking,
+        self,
         request: AssemblyRequest,
         *,
         share: float | None = None,
@@ -67,12 +41,12 @@ class AsyncCalls:
     ) -> CompactionResult | None:
         """``compact`` on a worker thread."""
         call = functools.partial(
-            self.compact, request, share=share, trigger=trigger, instructions=instructions
+            _session(self).compact, request, share=share, trigger=trigger, instructions=instructions
         )
         return await asyncio.to_thread(call)
 
     async def arecord_turn(
-        self: _Blocking,
+        self,
         request: AssemblyRequest | AssembledContext,
         messages: Sequence[Message],
         *,
@@ -82,6 +56,15 @@ class AsyncCalls:
     ) -> str:
         """``record_turn`` on a worker thread."""
         call = functools.partial(
-            self.record_turn, request, messages, usage=usage, message_tokens=message_tokens
+            _session(self).record_turn,
+            request,
+            messages,
+            usage=usage,
+            message_tokens=message_tokens,
         )
         return await asyncio.to_thread(call, **fields)
+
+
+def _session(calls: AsyncCalls) -> LedgerSession:
+    """The ``LedgerSession`` these calls are mixed into (its blocking calls typed)."""
+    return cast("LedgerSession", calls)
