@@ -33,6 +33,19 @@ def config(database: str) -> dict[str, Any]:
     }
 
 
+def statements(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL ``ledger`` runs from now on (its database's ``execute`` spied on)."""
+    seen: list[str] = []
+    execute = ledger.db.execute
+
+    def spy(sql: str, *args: Any) -> Any:
+        seen.append(sql)
+        return execute(sql, *args)
+
+    monkeypatch.setattr(ledger.db, "execute", spy)
+    return seen
+
+
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
     """The threads the history provider's ``provide`` (a read on the pool) ran on."""
@@ -223,14 +236,7 @@ def test_a_vouched_history_is_read_again_only_after_a_write(
     db = str(tmp_path / "l.db")
     with Ledger.open(db) as ledger, Ledger.open(db) as other:
         ledger.append_turn("s", exchange(0))
-        queries: list[str] = []
-        execute = ledger.db.execute
-
-        def spy(sql: str, *args: Any) -> Any:
-            queries.append(sql)
-            return execute(sql, *args)
-
-        monkeypatch.setattr(ledger.db, "execute", spy)
+        queries = statements(ledger, monkeypatch)
         with vouched(db, ledger, "s", None):
             queries.clear()
             first = history_of(db, ledger, "s", None)
@@ -279,17 +285,10 @@ def test_an_unchanged_history_is_checked_with_one_statement(
     with Ledger.open(target) as ledger, Ledger.open(target) as other:
         ledger.append_turn("s", exchange(0))
         first = ledger.history("s")
-        statements: list[str] = []
-        execute = ledger.db.execute
-
-        def spy(sql: str, *args: Any) -> Any:
-            statements.append(sql)
-            return execute(sql, *args)
-
-        monkeypatch.setattr(ledger.db, "execute", spy)
+        seen = statements(ledger, monkeypatch)
         assert ledger.history("s") is first
-        assert len(statements) == 1  # the version and head: no transaction around it
+        assert len(seen) == 1  # the version and head: no transaction around it
         other.append_turn("s", exchange(1))
-        statements.clear()
+        seen.clear()
         assert len(ledger.history("s").turns) == 2  # moved: read in a snapshot
-        assert any(s.startswith("BEGIN") for s in statements)
+        assert any(s.startswith("BEGIN") for s in seen)
