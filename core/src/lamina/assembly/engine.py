@@ -27,7 +27,7 @@ from lamina.assembly.place import place
 from lamina.assembly.plan import plan
 from lamina.assembly.report import report
 from lamina.assembly.rules import Rules
-from lamina.assembly.state import InFlight, Progress, ResolvedModel
+from lamina.assembly.state import Progress, ResolvedModel
 from lamina.assembly.tool_results import edit_tool_results
 from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, load_config
@@ -279,7 +279,7 @@ class Assembler:
             with state.phase("fit", progress):
                 fitter.begin(state, previous)
                 previous = None
-                self._cap_tool_results(state, measurer, fitter)
+                edit_tool_results(state, measurer, fitter, self.config.tool_results)
                 fit(state, fitter)
             with state.phase("format", progress):
                 format_within(state, measurer, fitter)
@@ -296,10 +296,6 @@ class Assembler:
             self._layouts.give(key, layout)
         timed = evolve(context.report, timings_ms=dict(state.timings))
         return evolve(context, report=timed)
-
-    def _cap_tool_results(self, state: InFlight, measurer: Measurer, fitter: Fitter) -> None:
-        """Stub old tool results and cap big ones (``lamina.assembly.tool_results``)."""
-        edit_tool_results(state, measurer, fitter, self.config.tool_results)
 
     def _innermost(self, call: AssemblyCall) -> AssembledContext:
         """The pipeline as the innermost ``lamina_wrap_assembly``."""
