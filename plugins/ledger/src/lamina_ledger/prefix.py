@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Literal
 
@@ -27,6 +25,7 @@ from lamina import (
     Tool,
     unstructure,
 )
+from lamina_ledger.recent import SESSIONS, Recent
 
 #: The placements a stable prefix covers, in request order.
 PLACEMENTS = ("system", "before_history", "history")
@@ -129,20 +128,14 @@ class Prefixes:
     tools, made into a ``Prefix`` only then (an assembly whose turn is never recorded costs
     nothing). Bounded: the least recently assembled session is forgotten first."""
 
-    def __init__(self, size: int = 1024) -> None:
-        self._by_session: OrderedDict[str, _Sent] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
+    def __init__(self, size: int = SESSIONS) -> None:
+        self._by_session: Recent[str, _Sent] = Recent(size)
 
     def keep(self, ctx: AssembledContext, event: Event | None = None) -> AssembledContext:
         """Remember what ``ctx`` sent (assembled for ``event``) as its session's next turn's;
         returns ``ctx``."""
         sent = _Sent(report=ctx.report, tools=ctx.tools, current=ctx.current_message, event=event)
-        with self._lock:
-            self._by_session[ctx.session_label] = sent
-            self._by_session.move_to_end(ctx.session_label)
-            while len(self._by_session) > self._size:
-                self._by_session.popitem(last=False)
+        self._by_session[ctx.session_label] = sent
         return ctx
 
     def take(
@@ -154,8 +147,7 @@ class Prefixes:
         a turn another process assembled gets none. Taken once: a prefix is one request's."""
         if isinstance(request, AssembledContext):
             return prefix_of(request)
-        with self._lock:
-            sent = self._by_session.pop(request.session_label, None)
+        sent = self._by_session.pop(request.session_label)
         if sent is None:
             return None
         if (sent.event is not None and request.event == sent.event) or sent.current in messages:

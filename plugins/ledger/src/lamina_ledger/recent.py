@@ -44,6 +44,11 @@ class Recent(Generic[K, V]):
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
 
+    def pop(self, key: K) -> V | None:
+        """Forget ``key``'s entry; returns it (``None`` when there was none)."""
+        with self._lock:
+            return self._entries.pop(key, None)
+
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._entries
