@@ -53,7 +53,6 @@ def gather(
         filters=filters,
         settings=s,
         query_vector=vector,
-        nearest=store.nearest if store.indexes_vectors and s.dense_search == "store" else None,
         store=store if snap.chunks_in_store else None,
     )
     enabled = [x for x in s.sources if sources is None or x in sources]

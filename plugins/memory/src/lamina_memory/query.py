@@ -4,14 +4,17 @@ rules every source shares (section titles, recency decay, keyword overlap)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
 from lamina_memory.settings import Settings
 from lamina_memory.signals import QuerySignals, analyse
+
+if TYPE_CHECKING:
+    from lamina_memory.storetypes import Store
 
 SECTIONS = {
     "recent": "Recent Activity",
@@ -48,12 +51,9 @@ class Query:
     filters: Filters
     settings: Settings
     query_vector: Any = None  # np.ndarray | None
-    #: The store's own nearest-neighbour search (pgvector), when it has one: ``(vector, k)``
-    #: → ``[(chunk id, cosine similarity)]``. Without it, dense search runs over the snapshot.
-    nearest: Callable[[Any, int], list[tuple[str, float]]] | None = None
     #: The store that ranks the chunks itself (PostgreSQL), when it does: the semantic source
     #: asks it instead of the snapshot, which then holds no chunk.
-    store: Any = None  # store.Store | None
+    store: Store | None = None
 
 
 def recency(when: datetime | None, now: datetime, half_life_hours: float) -> float:

@@ -15,6 +15,8 @@ from lamina_memory.records import Candidate, Chunk
 if TYPE_CHECKING:
     import numpy as np
 
+    from lamina_memory.storetypes import Store
+
 
 def _rank(scores: np.ndarray, mask: np.ndarray, limit: int) -> list[int]:
     """The positions of the ``limit`` best positive scores the mask keeps, best first (ties by
@@ -40,21 +42,15 @@ NEAREST_OVERFETCH = 4
 
 
 def _dense_order(idx: ChunkIndex, q: Query, mask: np.ndarray) -> list[int]:
-    """Chunk positions by cosine similarity to the query: the store's own index (pgvector)
-    when it has one, else the snapshot's matrix."""
+    """Chunk positions by cosine similarity to the query, over the snapshot's matrix."""
     import numpy as np
 
-    limit = q.settings.semantic_limit
-    if q.nearest is not None:
-        hits = q.nearest(q.query_vector, limit * NEAREST_OVERFETCH)
-        order = [idx.chunk_pos[cid] for cid, _ in hits if cid in idx.chunk_pos]
-        return [i for i in order if mask[i]][:limit]
     if idx.dim is None:
         return []
     with one_blas_thread():
         dense = idx.vectors @ q.query_vector
     dense = np.where(idx.has_vector, dense + 1.0, 0.0)  # cosine in -1..1 → 0..2, >0
-    return _rank(dense, mask, limit)
+    return _rank(dense, mask, q.settings.semantic_limit)
 
 
 def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
@@ -63,7 +59,7 @@ def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
     import numpy as np
 
     if q.store is not None:
-        return _in_store(q)
+        return _in_store(q.store, q)
     s, f = q.settings, q.filters
     idx = snap.index  # one view for the whole query, whatever is folded in meanwhile
     chunks = idx.chunks
@@ -112,13 +108,13 @@ def _candidate(c: Chunk | Hit, relevance: float, q: Query) -> Candidate:
     )
 
 
-def _in_store(q: Query) -> list[Candidate]:
+def _in_store(store: Store, q: Query) -> list[Candidate]:
     """The same ranking with the store doing the search (PostgreSQL): its BM25 and HNSW
     lists, the caller's permissions and filters applied in SQL, fused here by the same
     reciprocal rank fusion, ties by the chunks' order; neighbours read around the hits."""
     s, f = q.settings, q.filters
     vector = q.query_vector if q.query_vector is not None and s.dense_weight > 0 else None
-    lexical, dense = q.store.search_chunks(
+    lexical, dense = store.search_chunks(
         q.signals.keywords,
         vector,
         who=q.who,
@@ -139,7 +135,7 @@ def _in_store(q: Query) -> list[Candidate]:
     top = fused[order[0]]
     chosen: dict[str, float] = {i: fused[i] / top for i in order}
     if s.neighbours:
-        around = q.store.chunks_around(
+        around = store.chunks_around(
             [rows[i].seq for i in order],
             s.neighbours,
             who=q.who,
