@@ -3,9 +3,10 @@
 For each question of categories 1–4 of the six LoCoMo conversations in
 ``../shared/data/locomo/locomo-dev.json`` (override: ``LAMINA_LOCOMO``; evaluation only, never
 copied into the repository), the corpus is that conversation's dialog turns, one memory chunk per
-turn (``Speaker: text``; read by ``memory_locomo.py``). The question is assembled through a real ``Assembler`` with the
-``memory`` plugin (``gpt-4o``, o200k_base); recall is the fraction of the question's evidence
-turns among the chunks injected, and the memory layer as rendered is checked to fit the budget.
+turn (``Speaker: text``; read by ``memory_locomo.py``). The question is assembled through a real
+``Assembler`` with the ``memory`` plugin (``gpt-4o``, o200k_base); recall is the fraction of the
+question's evidence turns among the chunks injected, and the memory layer as rendered is checked
+to fit the budget.
 
 Latency: ``MemoryService.retrieve`` on a 10,000-chunk store (the conversations' turns repeated
 with fresh ids, neighbours on, cache off), median over 300 questions, query embedding included
