@@ -6,14 +6,13 @@ last; another process reads a turn's whole list back once, walking to the last w
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from attrs import frozen
 
 from lamina_ledger.db import Database
 from lamina_ledger.prefix import Bust, Entry, Prefix, compare, dump, load
+from lamina_ledger.recent import Recent
 
 #: Whole lists a writer remembers (by turn id): each session's latest, usually.
 MEMO = 256
@@ -46,8 +45,7 @@ class PrefixChain:
     """Whole prefix lists of recent turns, and the row a new turn's prefix is stored as."""
 
     def __init__(self) -> None:
-        self._memo: OrderedDict[str, tuple[Entry, ...]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._memo: Recent[str, tuple[Entry, ...]] = Recent(MEMO)
 
     def row(
         self, db: Database, turn_id: str, parent: str | None, prefix: Prefix | None
@@ -58,7 +56,7 @@ class PrefixChain:
             return PrefixRow()
         before = None if parent is None else self.whole(db, parent)
         base, bust = compare(before, prefix.blocks) if before is not None else (0, None)
-        self._remember(turn_id, prefix.blocks)
+        self._memo[turn_id] = prefix.blocks
         return PrefixRow(
             sha256=prefix.sha256,
             tokens=prefix.tokens,
@@ -70,11 +68,9 @@ class PrefixChain:
     def whole(self, db: Database, turn_id: str) -> tuple[Entry, ...] | None:
         """``turn_id``'s whole prefix list, or ``None`` (a compaction turn, or a turn recorded
         without its prefix)."""
-        with self._lock:
-            found = self._memo.get(turn_id)
-            if found is not None:
-                self._memo.move_to_end(turn_id)
-                return found
+        found = self._memo.get(turn_id)
+        if found is not None:
+            return found
         rows = db.rows(
             "WITH RECURSIVE walk(id, parent_id, type, base, blocks, n) AS ("
             " SELECT id, parent_id, type, prefix_base, prefix_blocks, 0 FROM turns WHERE id = ?"
@@ -94,12 +90,5 @@ class PrefixChain:
             del blocks[int(base) :]  # in place: a growing prefix is rebuilt in linear time
             blocks.extend(load(more))
         whole = tuple(blocks)
-        self._remember(turn_id, whole)
+        self._memo[turn_id] = whole
         return whole
-
-    def _remember(self, turn_id: str, blocks: tuple[Entry, ...]) -> None:
-        with self._lock:
-            self._memo[turn_id] = blocks
-            self._memo.move_to_end(turn_id)
-            while len(self._memo) > MEMO:
-                self._memo.popitem(last=False)
