@@ -134,7 +134,7 @@ class Gatherer:
                     key=position,
                     plugin=item.plugin,
                     blocks=memo.blocks,  # gather's copy: the provider's list may change
-                    kept=memo.blocks,
+                    own=True,
                     prior=memo.prior,
                 )
             )

@@ -217,7 +217,7 @@ def place_run(
     """The run for ``gathered``: ``prev`` itself when its blocks are the same, ``prev``
     extended when they only grew at the end, else new items but for blocks ``prev`` had."""
     blocks = gathered.blocks
-    kept = gathered.kept if gathered.kept is not None else list(blocks)
+    kept = blocks if gathered.own else list(blocks)
     known: dict[int, Item] = {}
     if prev is not None and prev.plugin == gathered.plugin:
         n = len(prev.blocks)

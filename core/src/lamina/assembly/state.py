@@ -171,19 +171,19 @@ class Cut:
 @define(kw_only=True, eq=False)
 class Gathered:
     """One provider's blocks, in the order it gave them; ``key`` is the provider's position.
-    ``kept`` is gather's copy of them (what the stream's layout keeps) and ``prior`` the
-    previous call's copy when gather found the blocks start with its blocks (``None`` once
-    anything changed ``blocks``)."""
+    ``own``: ``blocks`` is gather's copy of them (what the stream's layout can keep as it is);
+    ``prior`` the previous call's copy when gather found the blocks start with its blocks
+    (``None`` once anything changed ``blocks``)."""
 
     key: int
     plugin: str
     blocks: list[Block]
-    kept: list[Block] | None = None
+    own: bool = False
     prior: list[Block] | None = None
 
     def replace(self, blocks: list[Block]) -> None:
         """The blocks are now ``blocks`` (gather's copies no longer stand for them)."""
-        self.blocks, self.kept, self.prior = blocks, None, None
+        self.blocks, self.own, self.prior = blocks, False, None
 
 
 @frozen(kw_only=True)
