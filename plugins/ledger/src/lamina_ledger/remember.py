@@ -5,12 +5,12 @@ anything else is read whole in a snapshot, reusing the turns decoded already."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from lamina_ledger.cache import Entry, HistoryCache
+from lamina_ledger.cache import Entry, HistoryCache, appended
 from lamina_ledger.db import Database
 from lamina_ledger.records import History, Turn
-from lamina_ledger.rows import unanswered
+from lamina_ledger.rows import TURN_COLUMNS, decode_turn, unanswered
 
 #: Most turns appended since a remembered history that are read onto it; beyond (or when the
 #: remembered head is no longer an ancestor) the history is read whole, reusing decoded turns.
@@ -22,6 +22,7 @@ class Remembering:
 
     db: Database
     cache: HistoryCache
+    decoded: int
 
     if TYPE_CHECKING:  # (LedgerReader's)
 
@@ -104,3 +105,31 @@ class Remembering:
             compaction=old.history.compaction,
             turns=tuple(turns),
         )
+
+    def _written(self, turn_id: str, session: str) -> tuple[tuple[Any, ...], int] | None:
+        """Inside the write that appended ``turn_id``: its row as a reader reads it, and the
+        session's version (``None`` before schema 3, which has no versions)."""
+        if self.db.schema_version < 3:
+            return None
+        row = self.db.one(
+            f"SELECT {TURN_COLUMNS}, (SELECT version FROM sessions WHERE label = ?) "
+            "FROM turns WHERE id = ?",
+            (session, turn_id),
+        )
+        if row is None or row[-1] is None:
+            return None
+        return tuple(row[:-1]), int(row[-1])
+
+    def _remember_appended(
+        self,
+        session: str,
+        parent: str,
+        written: tuple[tuple[Any, ...], int],
+        rows: list[tuple[Any, ...]],
+    ) -> None:
+        """Once the write that appended a turn on ``parent`` committed (``written``: what
+        ``_written`` read in it; ``rows``: its messages' rows): the turn goes on the session's
+        remembered history, when that is the history it went on (``cache.appended``)."""
+        with self.db.lock:
+            turn = decode_turn(written[0], rows, session)
+            self.decoded += appended(self.cache, session, parent, written[1], turn)

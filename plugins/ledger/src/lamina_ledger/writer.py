@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lamina import Message, ToolCallPart, Usage
-from lamina_ledger.cache import appended
 from lamina_ledger.chain import PrefixChain
 from lamina_ledger.db import Database
 from lamina_ledger.errors import LedgerConflict, LedgerError
@@ -23,7 +22,7 @@ from lamina_ledger.prefix import Prefix
 from lamina_ledger.pricing import cost as priced
 from lamina_ledger.reader import TURN_COLUMNS, LedgerReader, unanswered
 from lamina_ledger.records import TRIGGERS, Trigger
-from lamina_ledger.rows import check_cost, check_count, decode_turn, message_rows
+from lamina_ledger.rows import check_cost, check_count, message_rows
 
 
 def _now() -> str:
@@ -126,11 +125,10 @@ class LedgerWriter(LedgerReader):
                     row,
                 )
             self._move_head(session, thread, turn_id, head)
-            written = self._written(turn_id, session)  # to remember as read (see cache)
-        if written is not None and parent is not None and not self.db.depth:  # committed
-            with self.db.lock:
-                turn = decode_turn(written[0], rows, session)
-                self.decoded += appended(self.cache, session, parent, written[1], turn)
+            # Not in a batch: it may still roll back.
+            written = self._written(turn_id, session) if self.db.depth == 1 else None
+        if written is not None and parent is not None:  # committed: remembered as read
+            self._remember_appended(session, parent, written, rows)
         return turn_id
 
     def record_compaction(
@@ -315,16 +313,6 @@ class LedgerWriter(LedgerReader):
             appended = [r[0] for r in walked[:-1] if r[2] == "normal"]
             return appended[-1] if appended else None
         return first_kept
-
-    def _written(self, turn_id: str, session: str) -> tuple[tuple[Any, ...], int] | None:
-        """Inside the write: the turn's row as a reader reads it, and the session's version."""
-        if self.db.schema_version < 3:
-            return None
-        row = self.db.one(f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
-        version = self.db.one("SELECT version FROM sessions WHERE label = ?", (session,))
-        if row is None or version is None or version[0] is None:
-            return None
-        return tuple(row), int(version[0])
 
     def _insert_turn(
         self,
