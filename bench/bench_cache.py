@@ -153,7 +153,7 @@ def run_trim(system: str, turns: list[list[Message]], budget: int, enc: Any) -> 
 
     history: list[BaseMessage] = []
     lc_of: dict[int, Message] = {}
-    sys_tokens = meter.tokens("system", system)
+    sys_tokens = meter.count(system)
     for turn in turns:
         ask = turn[0].text
         ask_tokens = len(enc.encode(ask, disallowed_special=()))
@@ -259,9 +259,8 @@ def run_shapes(
     for shape in shapes:
         for seed in seeds:
             system, session = build(shape, turns or TURNS[shape], seed)
-            history = sum(
-                Meter(enc, 0).count(message_entry(m.role, m.content)[1]) for t in session for m in t
-            )
+            count = Meter(enc, 0).count
+            history = sum(count(message_entry(m.role, m.content)[1]) for t in session for m in t)
             for budget in budgets:
                 base = run_trim(system, session, budget, enc)
                 lead = f"{budget:>7} {shape:<7} {seed:>4} {len(session):>5} {history:>9,}"
@@ -339,7 +338,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args.turns = args.turns or 300
     targets = [float(x) for x in args.targets.split(",")]
-    enc = load_encoding("o200k_base")
     system, turns = build_session(args.turns)
     total = sum(
         len(enc.encode(message_entry(m.role, m.content)[1], disallowed_special=()))

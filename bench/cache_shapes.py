@@ -217,12 +217,6 @@ class Meter:
         self.over = 0
         self.over_ids = 0  # over by the count that also charges tool call ids
 
-    def tokens(self, key: str, text: str) -> int:
-        n = self.memo.get(key)
-        if n is None:
-            n = self.memo[key] = len(self.enc.encode(text, disallowed_special=()))
-        return n
-
     def count(self, text: str) -> int:
         """Tokens of ``text`` (memoized by the string)."""
         n = self.memo.get(text)
@@ -235,7 +229,7 @@ class Meter:
     ) -> tuple[int, int]:
         """One request's entries (key, text) in order; ``used``: its size by the provider's
         count (requests over the budget by it are counted)."""
-        sized = [(k, self.tokens(k, t)) for k, t in entries]
+        sized = [(k, self.count(t)) for k, t in entries]
         total = sum(n for _, n in sized)
         shared = 0
         for (a, n), (b, _) in zip(sized, self.prev, strict=False):
