@@ -8,8 +8,9 @@ budget, SQLite ledger in a temp dir, the system prompt declared in config (``[[b
 After the 300 turns, ``--requests`` more turns are timed: each request's
 ``LedgerSession.assemble`` (compactions included, as they happen) and, on the same history at
 the same step, ``trim_messages(strategy="last", start_on="human")`` whose ``token_counter``
-reads a dict of counts made beforehand (untimed). Rounds interleave the two; medians per
-request and their ratio (Lamina / peer: <= 1.0 means Lamina is as fast).
+reads a dict of counts made beforehand (untimed). Rounds interleave the two, each request
+alternating which side runs first; medians per request and their ratio (Lamina / peer: <= 1.0
+means Lamina is as fast).
 
 Part 2. Two ledger sessions of short turns, 100 and 10,000 turns, never compacted (a budget
 that holds both whole). Each timed request appends one turn (untimed) and assembles; the
@@ -92,17 +93,24 @@ def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, A
                 req = a.request(turn[0].text)
                 ask_tokens = len(enc.encode(turn[0].text, disallowed_special=()))
                 before = len(s.compactions)
-                gc.collect()
-                ms, _ctx = clock(lambda req=req: s.assemble(req))
-                peer, _kept = clock(
-                    lambda room=budget - sys_tokens - ask_tokens: trim_messages(
+                room = budget - sys_tokens - ask_tokens
+                # Which side runs first alternates: the one right after the host's own work
+                # between requests (here, making the peer's messages) finds colder caches.
+                sides = [
+                    lambda req=req: s.assemble(req),
+                    lambda room=room: trim_messages(
                         history,
                         max_tokens=room,
                         token_counter=counter,
                         strategy="last",
                         start_on="human",
-                    )
-                )
+                    ),
+                ]
+                timed = {}
+                for side in (0, 1) if i % 2 else (1, 0):
+                    gc.collect()
+                    timed[side] = clock(sides[side])[0]
+                ms, peer = timed[0], timed[1]
                 if i >= warmup:
                     lamina_ms.append(ms)
                     peer_ms.append(peer)
