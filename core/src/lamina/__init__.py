@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     from lamina.config import (
         LaminaConfig as LaminaConfig,
     )
+    from lamina.encodings import cache_dir as cache_dir
     from lamina.config import (
         inert_without_section as inert_without_section,
     )
@@ -288,6 +289,7 @@ _EXPORTS: dict[str, str] = {
     "Truncator": "lamina.records",
     "Usage": "lamina.model",
     "WORKSPACE": "lamina.model",
+    "cache_dir": "lamina.encodings",
     "count_ids": "lamina.assembly.measure",
     "count_parts": "lamina.assembly.measure",
     "from_json": "lamina.serde",

