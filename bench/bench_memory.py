@@ -44,19 +44,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fusion+neighbours": {"embedder": "minilm", "neighbours": 1},
 }
 #: The settings ``--cv`` chooses among (dense on: the default whenever the model is present).
-#: ``--grid fusion``: neighbours × RRF's k × the dense weight (neighbours at half the score);
+#: ``--grid fusion``: neighbours × RRF's k × the dense weight (``neighbour_weight`` 0.5);
 #: ``--grid neighbours``: how many neighbours and what share of the hit's score they get.
 GRIDS: dict[str, list[dict[str, Any]]] = {
     "fusion": [
         {"embedder": "minilm", "neighbours": n, "rrf_k": k, "dense_weight": w}
-        for n in (0, 1, 2)
-        for k in (5, 20, 60)
+        for n in (1, 2, 3, 4)
+        for k in (5, 10, 20)
         for w in (1.0, 1.5)
     ],
     "neighbours": [
         {"embedder": "minilm", "neighbours": n, "neighbour_weight": nw}
-        for n in (1, 2, 3)
-        for nw in (0.5, 0.7, 0.9)
+        for n in (2, 3, 4)
+        for nw in (0.3, 0.5, 0.7)
     ],
 }
 

@@ -416,7 +416,16 @@ def test_overflow_is_compressed_through_the_summarizer_hook() -> None:
     config = {
         "model": "gpt-4o",
         "fit": {"summarizer": "condense"},
-        "plugins": {"memory": {"store": "memory:", "max_tokens": 250, "compress_min_tokens": 20}},
+        # no neighbours: the six chunks keep BM25's order (c0 first), so c2 is the first to
+        # overflow
+        "plugins": {
+            "memory": {
+                "store": "memory:",
+                "max_tokens": 250,
+                "compress_min_tokens": 20,
+                "neighbours": 0,
+            }
+        },
     }
     asm = make_assembler(config, plugins=[("memory", memory_plugin), ("condense", Condense())])
     svc = memory_plugin.service_for(asm.config)

@@ -20,6 +20,7 @@ from lamina_memory.retrieval import (
     source_semantic,
 )
 from lamina_memory.selection import score, select
+from lamina_memory.semantic import spread
 from lamina_memory.settings import Settings
 from lamina_memory.signals import extract, intent_of, stem
 
@@ -142,6 +143,31 @@ def test_neighbouring_turns_are_added_at_half_the_score() -> None:
         c.source_id: c.relevance for c in source_semantic(s, query(s, "whales novel", neighbours=1))
     }
     assert wide == {"2": 1.0, "1": 0.5, "3": 0.5}
+
+
+def test_a_turn_between_two_hits_gains_from_both() -> None:
+    chunks = [
+        Chunk(id="1", text="A: whales novel", session="x"),
+        Chunk(id="2", text="B: tell me more", session="x"),
+        Chunk(id="3", text="A: whales novel", session="x"),
+        Chunk(id="4", text="B: lovely", session="x"),
+        Chunk(id="5", text="A: whales novel", session="y"),
+    ]
+    s = snap(chunks=chunks)
+    found = source_semantic(s, query(s, "whales novel", neighbours=1))
+    # equal BM25, so reciprocal ranks 1/6, 1/7, 1/8 (ties by position): 1.0, 6/7, 6/8. Turn 2
+    # neighbours two hits (half of each), 4 only one; the other session's hit lends nothing.
+    assert {c.source_id: c.relevance for c in found} == pytest.approx(
+        {"1": 1.0, "2": 0.5 + 3 / 7, "3": 6 / 7, "4": 3 / 7, "5": 0.75}
+    )
+
+
+def test_spread_adds_each_hits_share_by_distance_and_rescales_to_the_best() -> None:
+    hits = {"a": 1.0, "b": 0.5}
+    around = {"a": [("b", 1), ("c", 2)], "b": [("c", 1)]}
+    # a: 1.0; b: 0.5 + 1.0 × 0.5; c: 1.0 × 0.5 / 2 + 0.5 × 0.5 → rescaled by b's 1.0
+    assert spread(hits, around, 0.5) == pytest.approx({"a": 1.0, "b": 1.0, "c": 0.5})
+    assert spread({"a": 0.8}, {}, 0.5) == pytest.approx({"a": 1.0})
 
 
 def test_recent_source_takes_this_session_and_highlights_of_others() -> None:

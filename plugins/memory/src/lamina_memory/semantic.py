@@ -4,7 +4,7 @@ snapshot's chunks in memory, or asked of a store that searches them itself (Post
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from lamina_memory.blas import one_blas_thread
 from lamina_memory.index import ChunkIndex, Snapshot
@@ -13,6 +13,8 @@ from lamina_memory.query import SECTIONS, Query, fmt_time, recency
 from lamina_memory.records import Candidate, Chunk
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import numpy as np
 
     from lamina_memory.storetypes import Store
@@ -34,6 +36,24 @@ def _rank(scores: np.ndarray, mask: np.ndarray, limit: int) -> list[int]:
         idx = np.sort(np.concatenate([better, ties]))
     top = idx[np.argsort(-scores[idx], kind="stable")]
     return [int(i) for i in top]
+
+
+K = TypeVar("K")
+
+
+def spread(
+    hits: dict[K, float], around: Mapping[K, list[tuple[K, int]]], weight: float
+) -> dict[K, float]:
+    """Each hit's score spread along the conversation: a chunk d steps from a hit (``around``:
+    each hit's neighbours and their distance) gains the hit's score × ``weight`` / d, on top of
+    its own score when it is a hit itself and summed over every hit it neighbours, so a turn
+    amid several hits rises above one next to a single hit. Rescaled so the best is 1.0."""
+    out = dict(hits)
+    for key, near in around.items():
+        for other, d in near:
+            out[other] = out.get(other, 0.0) + hits[key] * weight / d
+    best = max(out.values(), default=0.0)
+    return {k: v / best for k, v in out.items()} if best > 0 else out
 
 
 #: How many more neighbours to ask the store for than are kept: the caller's permissions and
@@ -78,16 +98,17 @@ def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
     if not order:
         return []
     top = fused[order[0]]
-    chosen: dict[int, float] = {i: float(fused[i] / top) for i in order}
+    hits: dict[int, float] = {i: float(fused[i] / top) for i in order}
+    around: dict[int, list[tuple[int, int]]] = {}
     if s.neighbours:
-        for i in list(order):
-            c = chunks[i]
-            for d in range(1, s.neighbours + 1):
-                for j in (i - d, i + d):
-                    if 0 <= j < n and mask[j] and chunks[j].session == c.session:
-                        near = chosen[i] * s.neighbour_weight / d
-                        if near > chosen.get(j, 0.0):
-                            chosen[j] = near
+        for i in order:
+            around[i] = [
+                (j, d)
+                for d in range(1, s.neighbours + 1)
+                for j in (i - d, i + d)
+                if 0 <= j < n and mask[j] and chunks[j].session == chunks[i].session
+            ]
+    chosen = spread(hits, around, s.neighbour_weight)
     return [_candidate(chunks[i], rel, q) for i, rel in chosen.items()]
 
 
@@ -133,7 +154,8 @@ def _in_store(store: Store, q: Query) -> list[Candidate]:
     if not order:
         return []
     top = fused[order[0]]
-    chosen: dict[str, float] = {i: fused[i] / top for i in order}
+    scores: dict[str, float] = {i: fused[i] / top for i in order}
+    near_hits: dict[str, list[tuple[str, int]]] = {}
     if s.neighbours:
         around = store.chunks_around(
             [rows[i].seq for i in order],
@@ -147,14 +169,15 @@ def _in_store(store: Store, q: Query) -> list[Candidate]:
             near = around.get(hit.seq, [])
             before = sorted((n for n in near if n.seq < hit.seq), key=lambda n: -n.seq)
             after = sorted((n for n in near if n.seq > hit.seq), key=lambda n: n.seq)
+            found: list[tuple[str, int]] = []
+            near_hits[i] = found
             for d in range(1, s.neighbours + 1):
                 for side in (before, after):
                     if len(side) < d:
                         continue
                     n = side[d - 1]
                     if n.visible and n.session == hit.session:
-                        score = chosen[i] * s.neighbour_weight / d
-                        if score > chosen.get(n.id, 0.0):
-                            chosen[n.id] = score
-                            rows.setdefault(n.id, n)
+                        found.append((n.id, d))
+                        rows.setdefault(n.id, n)
+    chosen = spread(scores, near_hits, s.neighbour_weight)
     return [_candidate(rows[i], rel, q) for i, rel in chosen.items()]

@@ -89,8 +89,9 @@ class Settings:
     dense_search: str = field(default="store", validator=validators.in_(("store", "memory")))
     dense_weight: float = field(default=1.0, validator=validators.ge(0))
     rrf_k: int = field(default=5, validator=validators.ge(1))
-    neighbours: int = field(default=2, validator=validators.ge(0))
-    #: A neighbour d steps from a hit scores the hit's relevance × this / d.
+    neighbours: int = field(default=3, validator=validators.ge(0))
+    #: A chunk d steps from a hit (same session) gains the hit's relevance × this / d, summed
+    #: over the hits it neighbours and added to its own (then rescaled: the best is 1.0).
     neighbour_weight: float = field(default=0.5, validator=[validators.gt(0), validators.le(1)])
     show_dates: bool = False
     #: The Cortex draft's injection format of the whole layer, and per source.
