@@ -9,8 +9,8 @@ question's evidence turns among the chunks injected, and the memory layer as ren
 to fit the budget.
 
 Latency: ``MemoryService.retrieve`` on a 10,000-chunk store (the conversations' turns repeated
-with fresh ids, neighbours on, cache off), median over 300 questions, query embedding included
-when dense is on.
+with fresh ids, the default neighbours, cache off), median over 300 questions, query embedding
+included when dense is on.
 
 Scale (``--scale``, ``memory_scale.py``): a PostgreSQL store (pgserver) of ``--pg-items``
 chunks (default 1,000,000) next to the in-memory store at ``--memory-items`` (100,000): p50,
@@ -188,9 +188,7 @@ def latency(samples: list[dict[str, Any]], dense: bool, n_items: int = 10_000) -
             )
         )
         i += 1
-    settings = Settings(
-        store="memory:", cache_ttl=0, embedder="minilm" if dense else None, neighbours=1
-    )
+    settings = Settings(store="memory:", cache_ttl=0, embedder="minilm" if dense else None)
     svc = MemoryService(settings, LaminaConfig())
     svc.add(chunks, embed=False)
     svc.snapshot()
@@ -329,7 +327,7 @@ def main() -> None:
         for dense in (False, True):
             r2 = latency(samples, dense)
             print(
-                f"retrieve, {r2['items']} items, neighbours=1, dense={dense}: median {r2['median_ms']:.1f} ms, "
+                f"retrieve, {r2['items']} items, default neighbours, dense={dense}: median {r2['median_ms']:.1f} ms, "
                 f"p95 {r2['p95_ms']:.1f} ms",
                 flush=True,
             )

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lamina_memory.index import Lexical, Snapshot
+from lamina_memory.index import ChunkIndex, Lexical, Snapshot
 from lamina_memory.records import Candidate, Chunk, Entity, EpisodicEvent, Pattern, Relation
 from lamina_memory.retrieval import (
     Filters,
@@ -20,7 +20,7 @@ from lamina_memory.retrieval import (
     source_semantic,
 )
 from lamina_memory.selection import score, select
-from lamina_memory.semantic import spread
+from lamina_memory.semantic import _spread_in_memory, spread
 from lamina_memory.settings import Settings
 from lamina_memory.signals import extract, intent_of, stem
 
@@ -162,12 +162,69 @@ def test_a_turn_between_two_hits_gains_from_both() -> None:
     )
 
 
-def test_spread_adds_each_hits_share_by_distance_and_rescales_to_the_best() -> None:
+def test_spread_adds_each_hits_share_by_distance_and_keeps_the_best() -> None:
     hits = {"a": 1.0, "b": 0.5}
-    around = {"a": [("b", 1), ("c", 2)], "b": [("c", 1)]}
-    # a: 1.0; b: 0.5 + 1.0 × 0.5; c: 1.0 × 0.5 / 2 + 0.5 × 0.5 → rescaled by b's 1.0
-    assert spread(hits, around, 0.5) == pytest.approx({"a": 1.0, "b": 1.0, "c": 0.5})
-    assert spread({"a": 0.8}, {}, 0.5) == pytest.approx({"a": 1.0})
+    around = {"a": [("b", 1), ("c", 2), ("d", 3)], "b": [("c", 1)]}
+    place = "abcd".index
+    # a: 1.0; b: 0.5 + 1.0 × 0.5; c: 1.0 × 0.5 / 2 + 0.5 × 0.5; d: 1.0 × 0.5 / 3
+    assert spread(hits, around, 0.5, limit=10, place=place) == pytest.approx(
+        {"a": 1.0, "b": 1.0, "c": 0.5, "d": 1 / 6}
+    )
+    # the limit keeps the best, ties by place (a before b), and rescales by the best kept
+    assert list(spread(hits, around, 0.5, limit=2, place=place)) == ["a", "b"]
+    assert spread({"a": 0.8}, {}, 0.5, limit=1, place=place) == pytest.approx({"a": 1.0})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sessions=st.lists(st.sampled_from("xyz"), min_size=1, max_size=30),
+    hidden=st.sets(st.integers(0, 29)),
+    neighbours=st.integers(0, 3),
+    limit=st.integers(1, 40),
+    data=st.data(),
+)
+def test_the_in_memory_spread_sums_as_spread_does(
+    sessions: list[str], hidden: set[int], neighbours: int, limit: int, data: st.DataObject
+) -> None:
+    """The snapshot's array version (the store's path calls ``spread``) gives the same scores
+    in the same order, so both backends rank alike."""
+    import numpy as np
+
+    n = len(sessions)
+    idx = ChunkIndex([Chunk(id=str(i), text="x", session=v) for i, v in enumerate(sessions)])
+    mask = np.array([i not in hidden for i in range(n)])
+    visible = [i for i in range(n) if mask[i]]
+    if not visible:
+        return
+    order = data.draw(st.lists(st.sampled_from(visible), min_size=1, unique=True))
+    raw = sorted(
+        data.draw(st.lists(st.floats(0.01, 1.0), min_size=len(order), max_size=len(order))),
+        reverse=True,
+    )
+    scores = np.array(raw) / raw[0]
+    settings_ = Settings(neighbours=neighbours, neighbour_weight=0.5, semantic_limit=limit)
+    q = Query(
+        signals=extract("x", []),
+        session="s",
+        now=NOW,
+        who=frozenset(),
+        filters=Filters(),
+        settings=settings_,
+    )
+    around = {
+        i: [
+            (j, d)
+            for d in range(1, neighbours + 1)
+            for j in (i - d, i + d)
+            if 0 <= j < n and mask[j] and sessions[j] == sessions[i]
+        ]
+        for i in order
+    }
+    hits = {i: float(v) for i, v in zip(order, scores, strict=True)}
+    expected = spread(hits, around, 0.5, limit=limit, place=int)
+    got = _spread_in_memory(idx, mask, order, scores, q)
+    assert list(got) == list(expected)
+    assert got == expected
 
 
 def test_recent_source_takes_this_session_and_highlights_of_others() -> None:

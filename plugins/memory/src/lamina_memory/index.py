@@ -142,6 +142,11 @@ class ChunkIndex:
                 if self.has_vector[i]:
                     vectors[i] = c.embedding
         self.vectors = vectors
+        codes: dict[str, int] = {}
+        #: Each chunk's session as a number (equal numbers, same session).
+        self.sessions = np.fromiter(
+            (codes.setdefault(c.session, len(codes)) for c in self.chunks), dtype=np.int64, count=n
+        )
         self.public = np.fromiter((not c.acl for c in self.chunks), dtype=bool, count=n)
         self.restricted = [i for i, c in enumerate(self.chunks) if c.acl]
         self.times = np.fromiter(

@@ -13,7 +13,7 @@ from lamina_memory.query import SECTIONS, Query, fmt_time, recency
 from lamina_memory.records import Candidate, Chunk
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     import numpy as np
 
@@ -42,18 +42,25 @@ K = TypeVar("K")
 
 
 def spread(
-    hits: dict[K, float], around: Mapping[K, list[tuple[K, int]]], weight: float
+    hits: dict[K, float],
+    around: Mapping[K, list[tuple[K, int]]],
+    weight: float,
+    *,
+    limit: int,
+    place: Callable[[K], int],
 ) -> dict[K, float]:
     """Each hit's score spread along the conversation: a chunk d steps from a hit (``around``:
     each hit's neighbours and their distance) gains the hit's score × ``weight`` / d, on top of
     its own score when it is a hit itself and summed over every hit it neighbours, so a turn
-    amid several hits rises above one next to a single hit. Rescaled so the best is 1.0."""
+    amid several hits rises above one next to a single hit. The ``limit`` best (ties by
+    ``place``, the chunks' order), rescaled so the best is 1.0."""
     out = dict(hits)
     for key, near in around.items():
         for other, d in near:
             out[other] = out.get(other, 0.0) + hits[key] * weight / d
-    best = max(out.values(), default=0.0)
-    return {k: v / best for k, v in out.items()} if best > 0 else out
+    kept = sorted(out, key=lambda k: (-out[k], place(k)))[:limit]
+    best = out[kept[0]] if kept else 0.0
+    return {k: out[k] / best for k in kept} if best > 0 else {k: out[k] for k in kept}
 
 
 #: How many more neighbours to ask the store for than are kept: the caller's permissions and
@@ -97,19 +104,37 @@ def source_semantic(snap: Snapshot, q: Query) -> list[Candidate]:
     order = _rank(fused, mask, s.semantic_limit)
     if not order:
         return []
-    top = fused[order[0]]
-    hits: dict[int, float] = {i: float(fused[i] / top) for i in order}
-    around: dict[int, list[tuple[int, int]]] = {}
-    if s.neighbours:
-        for i in order:
-            around[i] = [
-                (j, d)
-                for d in range(1, s.neighbours + 1)
-                for j in (i - d, i + d)
-                if 0 <= j < n and mask[j] and chunks[j].session == chunks[i].session
-            ]
-    chosen = spread(hits, around, s.neighbour_weight)
+    chosen = _spread_in_memory(idx, mask, order, fused[order] / fused[order[0]], q)
     return [_candidate(chunks[i], rel, q) for i, rel in chosen.items()]
+
+
+def _spread_in_memory(
+    idx: ChunkIndex, mask: np.ndarray, order: list[int], scores: np.ndarray, q: Query
+) -> dict[int, float]:
+    """``spread`` over the snapshot's arrays, for the hits at positions ``order`` (``scores``,
+    best 1.0): the same sums in the same order as the store's path (``np.add.at`` adds the pairs
+    one by one, hit by hit, then by distance and side), so both rank alike."""
+    import numpy as np
+
+    s = q.settings
+    n = len(idx.chunks)
+    hit = np.asarray(order, dtype=np.int64)
+    out = np.zeros(n, dtype=np.float64)
+    out[hit] = scores
+    touched = np.zeros(n, dtype=bool)
+    touched[hit] = True
+    if s.neighbours:
+        steps = np.array([x for d in range(1, s.neighbours + 1) for x in (-d, d)])
+        pos = hit[:, None] + steps[None, :]
+        share = scores[:, None] * s.neighbour_weight / np.abs(steps)[None, :]
+        ok = (pos >= 0) & (pos < n)
+        at = np.where(ok, pos, 0)
+        ok &= mask[at] & (idx.sessions[at] == idx.sessions[hit][:, None])
+        np.add.at(out, pos[ok], share[ok])
+        touched[pos[ok]] = True
+    kept = _rank(out, touched, s.semantic_limit)
+    best = out[kept[0]]
+    return {i: float(out[i] / best) for i in kept}
 
 
 def _candidate(c: Chunk | Hit, relevance: float, q: Query) -> Candidate:
@@ -179,5 +204,7 @@ def _in_store(store: Store, q: Query) -> list[Candidate]:
                     if n.visible and n.session == hit.session:
                         found.append((n.id, d))
                         rows.setdefault(n.id, n)
-    chosen = spread(scores, near_hits, s.neighbour_weight)
+    chosen = spread(
+        scores, near_hits, s.neighbour_weight, limit=s.semantic_limit, place=lambda i: rows[i].seq
+    )
     return [_candidate(rows[i], rel, q) for i, rel in chosen.items()]
