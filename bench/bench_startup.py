@@ -131,7 +131,7 @@ STAGES = (
     "the kernel (lamina.assembly.engine)",
     "config and plugins (entry points, imports, settings)",
     "model info (the models catalog)",
-    "tokenizer (tiktoken's o200k_base)",
+    "tokenizer (resolved; tiktoken builds its BPE only if counting needs it)",
     "the assembly (providers included)",
     "text and YAML report",
 )

@@ -1,4 +1,5 @@
-"""The fast exact counter (the ``lamina[fast]`` extra, quicktok) gives tiktoken's ids.
+"""The fast exact counter (the ``lamina[fast]`` extra, quicktok) gives tiktoken's ids, and so
+does the small-text counter (``lamina.small_counter``; its own tests in test_tokens_small.py).
 
 Every code point in the contexts the split patterns tell apart (letters by case, marks,
 numbers, blanks, the rest), the standard library's sources (about 25 MB, whole files and
@@ -6,11 +7,14 @@ random slices), every code point in runs, emoji sequences, runs of every blank a
 strings, then random text from hypothesis: wherever the fast counter answers, its ids are
 tiktoken's; it declines only text holding a code point of ``FAST_UNLIKE`` (or a lone
 surrogate). A ``FAST_VERSIONS`` entry rests on this file passing with those versions. Without
-quicktok installed, only the fallback tests run: counting stays with tiktoken.
+quicktok installed, only the fallback tests run: counting stays with tiktoken. The small-text
+counter is held to the same corpus, where it answers (outside ``SMALL_UNLIKE``, lone
+surrogates and pieces longer than ``LONG_PIECE`` bytes).
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import sys
 import sysconfig
@@ -22,8 +26,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lamina import encodings
-from lamina.tokens import _BLANKS, ORDINARY_LIMIT, TiktokenTokenizer, load_encoding, load_fast
+from lamina import encodings, small_counter
+from lamina.blank_runs import _BLANKS
+from lamina.small_counter import load_small
+from lamina.tokens import ORDINARY_LIMIT, TiktokenTokenizer, load_encoding, load_fast
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,23 +92,44 @@ def hostile() -> Iterator[str]:
     yield "日本語のテキストと中文文本和한국어 텍스트 ไทย العربية עברית"
 
 
-def unlike(text: str) -> bool:
-    return any(a <= ord(c) <= b for c in text for a, b in encodings.FAST_UNLIKE)
+def unlike(text: str, ranges: tuple[tuple[int, int], ...] = encodings.FAST_UNLIKE) -> bool:
+    return any(a <= ord(c) <= b for c in text for a, b in ranges)
 
 
-def same_ids(name: str, texts: Iterator[str] | list[str]) -> tuple[int, list[str]]:
-    """(texts checked, texts whose ids differ or that were declined without cause)."""
-    fast = load_fast(name)
-    assert fast is not None, "quicktok is installed but not a proven version"
+def small_declines(name: str, text: str) -> bool:
+    """Whether the small-text counter may decline ``text`` (see ``lamina.small_counter``)."""
+    import regex
+
+    return unlike(text, small_counter.SMALL_UNLIKE) or any(
+        len(piece.encode("utf-8", "surrogatepass")) > small_counter.LONG_PIECE
+        or any(0xD800 <= ord(c) <= 0xDFFF for c in piece)
+        for piece in regex.findall(small_counter.PATTERNS[name], text)
+    )
+
+
+def same_ids(
+    name: str, texts: Iterator[str] | list[str], counter: str = "fast"
+) -> tuple[int, list[str]]:
+    """(texts checked, texts whose ids differ or that were declined without cause) for the
+    fast counter or the small-text one."""
     enc = load_encoding(name)
+    if counter == "fast":
+        fast = load_fast(name)
+        assert fast is not None, "quicktok is installed but not a proven version"
+        count, encode, declines = fast.count, fast.tokenizer.encode_ordinary, unlike
+    else:
+        small = load_small(name)
+        assert small is not None, "regex or tiktoken is not a proven version"
+        count, encode = small.count, small.encode
+        declines = functools.partial(small_declines, name)
     checked, wrong = 0, []
     for text in texts:
-        answer = fast.count(text)
+        answer = count(text)
         if answer is None:
-            if not unlike(text):
+            if not declines(text):
                 wrong.append(text[:80])
         else:
-            ids = fast.tokenizer.encode_ordinary(text)
+            ids = encode(text)
             if ids != enc.encode_ordinary(text) or answer != len(ids):
                 wrong.append(text[:80])
         checked += 1
@@ -123,6 +150,11 @@ def _fresh_fast_cache() -> Iterator[None]:
     load_fast.cache_clear()
     yield
     load_fast.cache_clear()
+
+
+needs_small = pytest.mark.skipif(
+    load_small("o200k_base") is None, reason="regex or tiktoken is not a proven version"
+)
 
 
 needs_quicktok = pytest.mark.skipif(
@@ -174,6 +206,68 @@ def test_unicode_emoji_blanks_and_hostile_strings_give_the_same_ids(name):
     assert wrong == []
 
 
+def split_ids(name: str, text: str) -> list[int]:
+    """tiktoken's merges of the pieces the small-text counter's pattern splits ``text`` into:
+    tiktoken's ids exactly when the ``regex`` module splits as tiktoken does."""
+    import regex
+
+    enc = load_encoding(name)
+    pieces = regex.findall(small_counter.PATTERNS[name], text)
+    return [i for piece in pieces for i in enc._encode_single_piece(piece.encode("utf-8"))]
+
+
+@needs_small
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_the_small_counter_splits_every_code_point_alike_but_those_declined(name):
+    """Each code point the ``regex`` module's tables class otherwise than tiktoken's is in
+    ``SMALL_UNLIKE`` (every code point in context and in runs; the split alone, merged by
+    tiktoken: the merges are the next tests')."""
+    import regex
+
+    assert small_counter.PATTERNS[name] == load_encoding(name)._pat_str
+    small, enc = load_small(name), load_encoding(name)
+    assert small is not None
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    differ = []
+    for start in range(0, len(points), 256):
+        group = points[start : start + 256]
+        text = "\n".join(map(probe, group))
+        if split_ids(name, text) != enc.encode_ordinary(text):
+            differ += [
+                c for c in group if split_ids(name, probe(c)) != enc.encode_ordinary(probe(c))
+            ]
+    assert differ, "no difference left: SMALL_UNLIKE can go"
+    assert [hex(ord(c)) for c in differ if not unlike(c, small_counter.SMALL_UNLIKE)] == []
+    assert all(small.count(probe(c)) is None for c in differ)
+    runs = [text for text in unicode_sweep() if not unlike(text, small_counter.SMALL_UNLIKE)]
+    assert len(runs) > 5_000
+    assert [t[:20] for t in runs if split_ids(name, t) != enc.encode_ordinary(t)] == []
+    assert regex.__version__ in {r for r, _ in small_counter.SMALL_VERSIONS}
+
+
+@needs_small
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_the_small_counter_gives_the_standard_librarys_ids(name, sources):
+    rng = random.Random(20261125)
+    slices = []
+    for text in rng.sample(sources, 300):
+        a = rng.randrange(len(text) + 1)
+        slices.append(text[a : a + rng.randrange(1, 5_000)])
+    checked, wrong = same_ids(name, slices, "small")  # ids
+    assert checked == 300 and wrong == []
+    small, enc = load_small(name), load_encoding(name)
+    assert small is not None
+    assert [small.count(text) for text in sources] == [len(enc.encode_ordinary(t)) for t in sources]
+
+
+@needs_small
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_the_small_counter_gives_the_ids_of_hostile_strings(name):
+    texts = [*hostile(), "x\ud800y", "=" * 5_000, "ſ's K'K 'ſ 'S 'ſt", "\x1c\x1d\x1e\x1f \x85"]
+    checked, wrong = same_ids(name, texts, "small")
+    assert checked > 500 and wrong == []
+
+
 SAMPLED = st.sampled_from(
     [
         *"aZé'sStT \t\n\r\xa0\u30001٣😀🏽\u200d\u0301_/ǅßİ",
@@ -189,6 +283,7 @@ def test_random_text_gives_the_same_ids(parts):
     text = "".join(parts)
     for name in ENCODINGS:
         assert same_ids(name, [text]) == (1, [])
+        assert same_ids(name, [text], "small") == (1, [])
 
 
 @needs_quicktok

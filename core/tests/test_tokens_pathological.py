@@ -112,7 +112,7 @@ def test_text_tiktoken_cannot_encode_is_charged_one_token_per_byte(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Should tiktoken fail where no cut helps, the count is an upper bound and cutting works."""
-    tok = TiktokenTokenizer("o200k_base")
+    tok = TiktokenTokenizer("o200k_base", small_until=None)
 
     class Failing:
         def encode(self, text: str, allowed: object) -> list[int]:

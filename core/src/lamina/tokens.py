@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import define, field, validators
 
+from lamina.blank_runs import _CUTTABLE, BLANK_RUN, Segment, cut_blank_runs
 from lamina.encodings import (
     CACHE_HASHES,
     ENCODING_HASHES,
@@ -28,6 +29,7 @@ from lamina.encodings import (
 )
 from lamina.errors import LaminaError, PluginError
 from lamina.records import Tokenizer
+from lamina.small_counter import SmallCounter, load_small
 
 if TYPE_CHECKING:
     import tiktoken
@@ -38,6 +40,7 @@ __all__ = [
     "ENCODING_HASHES",
     "FAST_AFTER",
     "ORDINARY_LIMIT",
+    "SMALL_UNTIL",
     "CheckedTokenizer",
     "EstimateTokenizer",
     "TiktokenTokenizer",
@@ -52,22 +55,6 @@ __all__ = [
 # model's ``clean`` this keeps the length, so boundaries stay offsets into the caller's text.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-# -- text tiktoken's regex cannot split -------------------------------------------------------
-# A run of about a million blanks overflows the backtracking of the patterns' ``\s+(?!\S)``
-# ("Max stack size exceeded"). Why cutting such a run out is exact, for R = text[a:b] a maximal
-# run of blanks (``\s`` but not CR or LF), b - a >= 2, followed by a character outside ``\s``:
-# no alternative of either pattern takes a blank except as the first character of a piece or
-# in a whitespace piece, and a whitespace piece that starts before R ends at the newline before
-# it; so a piece starts at a, and there only ``\s+(?!\S)`` matches, giving text[a:b-1] (o200k
-# also at the end of the text, giving text[a:b]; cl100k's ``\s++$`` may start earlier, so no
-# cut there). Ending the text at a changes only what whitespace alternatives see at a, and the
-# piece before still ends at that newline; text[b-1:] is matched as from a fresh start (no
-# look-behind). So text[:a], the piece and text[b-1:] encoded apart give tiktoken's tokens.
-
-#: Unicode White_Space without CR and LF, the blanks of the patterns' ``\s``.
-_BLANKS = "\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-#: Runs of blanks at least this long are cut out when tiktoken cannot encode a text.
-BLANK_RUN = 4096
 #: Texts shorter than this hold no blank run the regex fails on (a quarter of the shortest).
 ORDINARY_LIMIT = 250_000
 #: Characters a tokenizer counts with tiktoken before it loads the fast exact counter (the
@@ -75,48 +62,11 @@ ORDINARY_LIMIT = 250_000
 #: loading the fast counter costs, so a short-lived process never pays for a load it would not
 #: recover, and a long-running one counts the rest about four times as fast.
 FAST_AFTER = 8_000_000
-#: sha256 of each pattern the reasoning above holds for, and whether a run ending the text
-#: is a piece of its own.
-_CUTTABLE = {
-    "2d1b8dc11e89af71459b36004f698ab3693f59fd84f63e8ec2b49564ab857420": True,  # o200k_base
-    "f021c3d976978e62ee64cdad150cc3405c2e3d6e3b40407850bb9e8d9eb65899": False,  # cl100k_base
-}
+#: Characters a tokenizer counts with the small-text counter (``lamina.small_counter``) before
+#: it builds tiktoken's BPE: the build costs about what counting a million characters there
+#: does, so a command-line start (tens of thousands) never builds it.
+SMALL_UNTIL = 500_000
 _NO_SPECIAL: frozenset[str] = frozenset()
-
-#: Tokens of one stretch of text: token ids, or UTF-8 bytes charged one token each.
-Segment = list[int] | bytes
-
-
-@functools.cache
-def _blank_runs(run: int) -> re.Pattern[str]:
-    return re.compile(f"(?<![{_BLANKS}])[{_BLANKS}]{{{max(run, 2)},}}")
-
-
-def cut_blank_runs(
-    text: str,
-    encode: Callable[[str], Segment],
-    piece: Callable[[str], list[int]],
-    *,
-    at_end: bool,
-    run: int = BLANK_RUN,
-) -> list[Segment]:
-    """The tokens of ``text`` with every run of at least ``run`` blanks followed by a
-    non-space (or ending the text, when ``at_end``) encoded as its own ``piece``, and the rest
-    by ``encode``: the same tokens as encoding it whole (see above)."""
-    segments: list[Segment] = []
-    start = 0
-    for found in _blank_runs(run).finditer(text):
-        a, b = found.span()
-        if b < len(text) and text[b] not in "\r\n":
-            end = b - 1
-        elif b == len(text) and at_end:
-            end = b
-        else:
-            continue
-        segments += [encode(text[start:a]), piece(text[a:end])]
-        start = end
-    segments.append(encode(text[start:]))
-    return segments
 
 
 # ``Tokenizer`` declares ``name`` and ``exact`` as plain (settable) attributes, which mypy
@@ -131,22 +81,34 @@ class TiktokenTokenizer:
     tiktoken fail on some text anyway, it is charged one token per UTF-8 byte, a safe upper
     bound (no token is shorter than a byte).
 
-    With the ``lamina[fast]`` extra installed, counts of text shorter than ``ORDINARY_LIMIT``
-    come from quicktok (``lamina.encodings.load_fast``: tiktoken's ids, proven) once
-    ``fast_after`` characters were counted (``FAST_AFTER``; 0: at once, ``None``: never)."""
+    The first ``small_until`` characters (``SMALL_UNTIL``; ``None``: none) are counted
+    without building tiktoken's BPE, by ``lamina.small_counter`` (tiktoken's counts, proven),
+    where it answers. With the ``lamina[fast]`` extra installed, counts of text shorter than
+    ``ORDINARY_LIMIT`` come from quicktok (``lamina.encodings.load_fast``: tiktoken's ids,
+    proven) once ``fast_after`` characters were counted (``FAST_AFTER``; 0: at once,
+    ``None``: never)."""
 
     encoding: str
     fast_after: int | None = field(default=FAST_AFTER, kw_only=True, eq=False)
+    small_until: int | None = field(default=SMALL_UNTIL, kw_only=True, eq=False)
     name: str = field(init=False)
     exact: bool = field(default=True, init=False)
     # The fast counter once loaded; the characters left to count before trying to load it.
     _fast: FastCounter | None = field(default=None, init=False, repr=False, eq=False)
     _until_fast: int | None = field(init=False, repr=False, eq=False)
-    _enc: tiktoken.Encoding = field(init=False, repr=False, eq=False)
-    _core: Any = field(init=False, repr=False, eq=False)
+    # The characters the small-text counter may still count (``None``: tiktoken from now on).
+    _until_small: int | None = field(init=False, repr=False, eq=False)
+    _small: SmallCounter | None = field(default=None, init=False, repr=False, eq=False)
+    # tiktoken's encoding and its BPE, built when first needed.
+    _encoding: tiktoken.Encoding | None = field(default=None, init=False, repr=False, eq=False)
+    _core: Any = field(default=None, init=False, repr=False, eq=False)
     # The pieces cut out of text the regex cannot split, for the few texts in use: a long
     # piece takes about a second, and fitting counts one text several times.
-    _piece: Callable[[str], list[int]] = field(init=False, repr=False, eq=False)
+    _cut: Callable[[str], list[int]] | None = field(default=None, init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.encoding not in ENCODING_HASHES:
+            load_encoding(self.encoding)  # the error naming the known encodings, at once
 
     @name.default
     def _name(self) -> str:
@@ -156,22 +118,51 @@ class TiktokenTokenizer:
     def _fast_budget(self) -> int | None:
         return self.fast_after
 
-    @_enc.default
-    def _load(self) -> tiktoken.Encoding:
-        return load_encoding(self.encoding)
+    @_until_small.default
+    def _small_budget(self) -> int | None:
+        return self.small_until
 
-    @_core.default
+    @property
+    def _enc(self) -> tiktoken.Encoding:
+        if self._encoding is None:
+            self._encoding = load_encoding(self.encoding)
+        return self._encoding
+
     def _bpe(self) -> Any:
-        return self._enc._core_bpe
+        if self._core is None:
+            self._core = self._enc._core_bpe
+        return self._core
 
-    @_piece.default
-    def _pieces(self) -> Callable[[str], list[int]]:
-        return functools.lru_cache(maxsize=16)(self._enc._encode_single_piece)
+    def _piece(self, text: str) -> list[int]:
+        if self._cut is None:
+            self._cut = functools.lru_cache(maxsize=16)(self._enc._encode_single_piece)
+        return self._cut(text)
+
+    def _count_small(self, text: str) -> int | None:
+        """The small-text counter's count while its budget lasts, else ``None``."""
+        left = self._until_small
+        if left is None or len(text) > left:
+            self._until_small = None
+            return None
+        if self._small is None:
+            self._small = load_small(self.encoding)
+            if self._small is None:
+                self._until_small = None
+                return None
+        found = self._small.count(text)
+        if found is not None:
+            self._until_small = left - len(text)
+        return found
 
     @property
     def fast(self) -> bool:
         """Whether counts now come from the fast exact counter."""
         return self._fast is not None
+
+    @property
+    def built(self) -> bool:
+        """Whether tiktoken's BPE was built (the small-text counter did not do for all)."""
+        return self._core is not None
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
@@ -185,10 +176,14 @@ class TiktokenTokenizer:
                 if self._until_fast <= 0:
                     self._until_fast = None  # one attempt
                     self._fast = load_fast(self.encoding)
+        if self._until_small is not None and self._fast is None:
+            small = self._count_small(text)
+            if small is not None:
+                return small
         try:
             if len(text) < ORDINARY_LIMIT:
-                return len(self._core.encode_ordinary(text))
-            return len(self._core.encode(text, _NO_SPECIAL))
+                return len(self._bpe().encode_ordinary(text))
+            return len(self._bpe().encode(text, _NO_SPECIAL))
         except ValueError:  # a lone surrogate, or text the regex cannot split
             return sum(map(len, self._segments(text)))
 
@@ -230,9 +225,9 @@ class TiktokenTokenizer:
         ``encode_ordinary`` is faster (no search for special tokens) but panics where the
         regex fails, which text shorter than ``ORDINARY_LIMIT`` cannot make it do."""
         if len(text) < ORDINARY_LIMIT:
-            ids: list[int] = self._core.encode_ordinary(text)
+            ids: list[int] = self._bpe().encode_ordinary(text)
         else:
-            ids = self._core.encode(text, _NO_SPECIAL)
+            ids = self._bpe().encode(text, _NO_SPECIAL)
         return ids
 
     def _encode_or_bytes(self, text: str) -> Segment:
