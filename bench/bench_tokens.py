@@ -1,15 +1,20 @@
 """Tokenizer start and throughput: Lamina's encodings and counter against raw tiktoken, in one run.
 
-* Cold start: a fresh interpreter imports ``lamina.tokens``, loads the encoding and counts one
+* Cold start: a fresh interpreter imports ``lamina.tokens``, makes a tokenizer and counts one
   string; timed inside the process (interpreter start excluded) and as the whole process.
-  With the cache: ``LAMINA_CACHE_DIR`` holds the verified binary ranks (built once, untimed).
-  Without: ``LAMINA_CACHE_DIR=""``, so the bundled base64 file is parsed and verified. Rounds
-  interleave the two; the ratio is of medians (without / with).
+  With the cache: ``LAMINA_CACHE_DIR`` holds the verified binary ranks and the small-text
+  counter's table (built once, untimed); the tokenizer counts through the small-text counter,
+  or, with ``small_until=None``, builds tiktoken's BPE from the cached ranks. Without:
+  ``LAMINA_CACHE_DIR=""``, so the bundled base64 file is parsed and verified (and there is no
+  small-text counter). Rounds interleave the three; ratios are of medians.
 * Throughput: the same text counted by raw tiktoken (``len(enc.encode_ordinary(text))``) and
   by Lamina's counter (a fresh ``TokenCounter`` per round, so every text is a miss: hashing,
   the checks and tokenizing). With the ``lamina[fast]`` extra installed, also quicktok's own
   ``count`` and Lamina's tokenizer and counter counting through it (``fast_after=0``), and
-  the fast counter's load in a fresh interpreter against tiktoken's. The text is the standard library's own source cut into
+  the fast counter's load in a fresh interpreter against tiktoken's. The small-text counter
+  (``lamina.small_counter``) counts the same text too, its remembered pieces forgotten each
+  round; with its load, that gives how many characters it can count before building tiktoken
+  would have paid off (``SMALL_UNTIL`` is set below it). The text is the standard library's own source cut into
   1,200-2,400 character messages (seeded), so it is real, identical on every run of the same
   Python, and needs no network. Ratio = Lamina tokens/s over tiktoken tokens/s (goal >= 0.95),
   from the medians of the process's CPU time (counting is single-threaded, and CPU time does
@@ -36,7 +41,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lamina.tokens import TiktokenTokenizer, TokenCounter, load_encoding, load_fast
+from lamina.small_counter import load_small
+from lamina.tokens import SMALL_UNTIL, TiktokenTokenizer, TokenCounter, load_encoding, load_fast
 
 SEED = 20260102
 MIN_CHARS, MAX_CHARS = 1_200, 2_400
@@ -45,18 +51,21 @@ MIN_CHARS, MAX_CHARS = 1_200, 2_400
 COLD_START = """
 import json, sys, time
 started = time.perf_counter()
-from lamina.tokens import TiktokenTokenizer
-count = TiktokenTokenizer(sys.argv[1]).count("hello world")
+from lamina.tokens import SMALL_UNTIL, TiktokenTokenizer
+small = None if sys.argv[2] == "tiktoken" else SMALL_UNTIL
+count = TiktokenTokenizer(sys.argv[1], small_until=small).count("hello world")
 print(json.dumps([time.perf_counter() - started, count]))
 """
 
 
-#: Runs in a fresh interpreter: prints seconds to load argv[2] ("tiktoken" or "fast").
+#: Runs in a fresh interpreter: prints seconds to load argv[2] ("tiktoken", "fast", "small").
 LOAD = """
 import sys, time
-from lamina.tokens import load_encoding, load_fast
+from lamina.encodings import load_encoding, load_fast
+from lamina.small_counter import load_small
 started = time.perf_counter()
-loaded = load_encoding(sys.argv[1]) if sys.argv[2] == "tiktoken" else load_fast(sys.argv[1])
+load = {"tiktoken": load_encoding, "fast": load_fast, "small": load_small}[sys.argv[2]]
+loaded = load(sys.argv[1])
 assert loaded is not None
 print(time.perf_counter() - started)
 """
@@ -88,13 +97,13 @@ def stdlib_text(messages: int, seed: int = SEED) -> list[str]:
     return out
 
 
-def cold_start(encoding: str, cache: str) -> tuple[float, float]:
+def cold_start(encoding: str, cache: str, counter: str = "small") -> tuple[float, float]:
     """(seconds inside the process, seconds for the whole process) with ``LAMINA_CACHE_DIR``
-    set to ``cache``."""
+    set to ``cache``, counting through the small-text counter or tiktoken (``counter``)."""
     env = {**os.environ, "LAMINA_CACHE_DIR": cache}
     started = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", COLD_START, encoding],
+        [sys.executable, "-c", COLD_START, encoding, counter],
         env=env,
         capture_output=True,
         text=True,
@@ -134,13 +143,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # -- cold start ------------------------------------------------------------------------
     fast = load_fast(name)
-    loads: dict[str, list[float]] = {"tiktoken": [], "fast": []} if fast else {}
+    loads: dict[str, list[float]] = {"tiktoken": [], "small": []}
+    if fast:
+        loads["fast"] = []
     with tempfile.TemporaryDirectory(prefix="lamina-bench-cache-") as cache:
-        cold_start(name, cache)  # builds the cache (untimed)
+        cold_start(name, cache)  # builds the caches (untimed)
+        cold_start(name, cache, "tiktoken")
         built = sorted(p.name for p in (Path(cache) / "bpe").iterdir())
-        samples: dict[str, list[tuple[float, float]]] = {"cache": [], "no cache": []}
+        samples: dict[str, list[tuple[float, float]]] = {
+            "cache, small counter": [],
+            "cache, tiktoken": [],
+            "no cache": [],
+        }
         for _ in range(args.starts):
-            samples["cache"].append(cold_start(name, cache))
+            samples["cache, small counter"].append(cold_start(name, cache))
+            samples["cache, tiktoken"].append(cold_start(name, cache, "tiktoken"))
             samples["no cache"].append(cold_start(name, ""))
             for which, times in loads.items():
                 times.append(load_time(name, which, cache))
@@ -148,18 +165,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\ncold start of {name} ({args.starts} interleaved starts each; cache file {built})")
     for label, runs in samples.items():
         inside, wall = [r[0] for r in runs], [r[1] for r in runs]
-        print(f"  {label:9} import+load+count {ms(inside)} | whole process {ms(wall)}")
-    inside_ratio = statistics.median(r[0] for r in samples["no cache"]) / statistics.median(
-        r[0] for r in samples["cache"]
-    )
-    wall_ratio = statistics.median(r[1] for r in samples["no cache"]) / statistics.median(
-        r[1] for r in samples["cache"]
-    )
-    print(f"  python -c pass    {ms(base)}")
-    print(f"  ratio without/with cache: {inside_ratio:.2f}x in process, {wall_ratio:.2f}x whole")
-    if loads:
-        print(f"  load of tiktoken's {name} (cached ranks) {ms(loads['tiktoken'])}")
-        print(f"  load of the fast counter (quicktok)  {ms(loads['fast'])}")
+        print(f"  {label:20} import+load+count {ms(inside)} | whole process {ms(wall)}")
+    print(f"  python -c pass       {ms(base)}")
+    for one, other in (
+        ("no cache", "cache, tiktoken"),
+        ("cache, tiktoken", "cache, small counter"),
+    ):
+        inside_ratio = statistics.median(r[0] for r in samples[one]) / statistics.median(
+            r[0] for r in samples[other]
+        )
+        wall_ratio = statistics.median(r[1] for r in samples[one]) / statistics.median(
+            r[1] for r in samples[other]
+        )
+        print(f"  {one} / {other}: {inside_ratio:.2f}x in process, {wall_ratio:.2f}x whole")
+    print(f"  load of tiktoken's {name} (cached ranks)  {ms(loads['tiktoken'])}")
+    print(f"  load of the small-text counter (table)   {ms(loads['small'])}")
+    if fast:
+        print(f"  load of the fast counter (quicktok)      {ms(loads['fast'])}")
 
     # -- throughput ------------------------------------------------------------------------
     texts = stdlib_text(args.messages)
@@ -176,10 +198,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     def tokenizer() -> int:
         return sum(tok.count(t) for t in texts)
 
+    small = load_small(name)
+    if small is None:
+        raise SystemExit("the small-text counter is not available (regex or tiktoken version)")
+
+    def small_count() -> int:
+        assert small is not None
+        small.clear()
+        return sum(small.count(t) or 0 for t in texts)
+
     runners = {
         "tiktoken encode_ordinary": raw,
         "Lamina TokenCounter": lamina,
         "Lamina tokenizer.count": tokenizer,
+        "small-text counter": small_count,
     }
     if fast is not None:
         quick = fast.tokenizer
@@ -220,6 +252,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  {label:29} cpu {ms(cpu[label])} | wall {ms(wall[label])} | "
             f"{tokens / median / 1e6:4.2f} M tokens/s  {reference / median:.3f}x tiktoken"
         )
+    extra = (statistics.median(cpu["small-text counter"]) - reference) / chars
+    load = statistics.median(loads["tiktoken"]) - statistics.median(loads["small"])
+    print(
+        f"  the small-text counter's extra {1e9 * extra:.0f} ns per character pays for "
+        f"building tiktoken after {load / extra:,.0f} characters (SMALL_UNTIL {SMALL_UNTIL:,})"
+        if extra > 0
+        else "  the small-text counter counted as fast as tiktoken"
+    )
     return 0
 
 

