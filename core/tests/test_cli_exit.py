@@ -81,7 +81,13 @@ HOOKS = (
     "atexit.register(lambda: print('exit handler ran', flush=True))\n"
     "if 'thread' in sys.argv:\n"
     "    sys.argv.remove('thread')\n"
-    "    threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n" + ENTRY
+    # Runs until the main thread ends (whatever the machine's load), then prints.
+    "    main = threading.main_thread()\n"
+    "    def wait():\n"
+    "        while main.is_alive():\n"
+    "            time.sleep(0.01)\n"
+    "        print('thread done')\n"
+    "    threading.Thread(target=wait).start()\n" + ENTRY
 )
 
 
