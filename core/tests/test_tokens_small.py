@@ -141,3 +141,16 @@ def test_text_the_small_counter_declines_is_counted_by_tiktoken(cache: Path, tex
     assert small is not None and small.count(text) is None
     assert tok.count(text) == TiktokenTokenizer("o200k_base", small_until=None).count(text)
     assert tok.built
+
+
+def test_an_unwritable_cache_is_no_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("LAMINA_CACHE_DIR", str(blocker))
+    load_small.cache_clear()
+    try:
+        small = load_small("cl100k_base")  # the table is built and used in memory
+        assert small is not None and small.count(TEXT) == _expected("cl100k_base")
+    finally:
+        load_small.cache_clear()
+    assert blocker.read_text() == "not a directory"
