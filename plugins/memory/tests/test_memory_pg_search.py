@@ -347,51 +347,6 @@ def test_row_mapping_extra_columns() -> None:
     assert "lexemes = excluded.lexemes" in sql and sql.count("?::tsvector") == 1
 
 
-def test_lexical_search_skips_chunks_that_cannot_reach_the_top(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """MaxScore: the rare term's chunks score past what the common terms alone could reach, so
-    the chunks holding only those are never scored; the answer is still the exact top."""
-    import lamina_memory.pgread as pgread
-    from lamina_memory.db import Database
-
-    chunks = [Chunk(id=f"c{i:03d}", text=f"common words number {i}") for i in range(200)]
-    for i in range(0, 200, 7):
-        chunks[i] = Chunk(id=f"c{i:03d}", text=f"common middle words {i}")
-    for i in (5, 50, 150):
-        chunks[i] = Chunk(id=f"c{i:03d}", text="rare rare rare common")
-    store = open_store(db_url)
-    store.add(chunks)
-    monkeypatch.setattr(pgread, "_CHEAP_POSTINGS", 1)
-    rounds: list[str] = []
-    real = Database.rows
-
-    def spy(self: Database, text: str, params: Any = ()) -> Any:
-        if "@@" in text:
-            rounds.append(text)
-        return real(self, text, params)
-
-    monkeypatch.setattr(Database, "rows", spy)
-    terms = analyse("rare middle common")
-    for limit, want_rounds in ((3, 1), (10, 2)):
-        rounds.clear()
-        hits, _ = store.search_chunks(
-            terms,
-            None,
-            who=frozenset(),
-            since=None,
-            exclude=frozenset(),
-            limit=limit,
-            overfetch=1,
-        )
-        scores = Lexical([c.text for c in chunks]).scores(terms)
-        best = sorted(range(200), key=lambda i: (-float(scores[i]), i))[:limit]
-        assert [h.id for h in hits] == [chunks[i].id for i in best]
-        assert len(rounds) == want_rounds  # ten places: the middle term is needed too
-        assert all("AND NOT c.lexemes @@" in r for r in rounds[1:])  # none scored twice
-    store.close()
-
-
 def test_dense_search_asks_again_when_permissions_leave_too_few(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,11 +96,12 @@ class Database:
 
     # -- statements ----------------------------------------------------------------------
 
-    def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
+    def execute(self, text: str, params: Sequence[Any] = (), *, binary: bool = False) -> Any:
         """Run one statement (``?`` placeholders in either dialect; ``?b`` on PostgreSQL sends
-        that parameter in binary, as pgvector's vectors are)."""
+        that parameter in binary, as pgvector's vectors are; ``binary``: PostgreSQL returns
+        the results in binary, which loads long arrays several times faster)."""
         if self.dialect == "postgres":
-            cur = self.conn.cursor()
+            cur = self.conn.cursor(binary=binary)
             cur.execute(text.replace("?b", "%b").replace("?", "%s"), tuple(params))
             return cur
         return self.conn.execute(text, tuple(params))
@@ -116,8 +117,11 @@ class Database:
             return
         self.conn.executemany(text, [tuple(r) for r in rows])
 
-    def rows(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.execute(text, params).fetchall()]
+    def rows(
+        self, text: str, params: Sequence[Any] = (), *, binary: bool = False
+    ) -> list[tuple[Any, ...]]:
+        cur = self.execute(text, params, binary=True) if binary else self.execute(text, params)
+        return [tuple(r) for r in cur.fetchall()]
 
     def one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         found = self.rows(text, params)

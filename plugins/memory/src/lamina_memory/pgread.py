@@ -13,11 +13,9 @@ from typing import Any
 from attrs import frozen
 
 from lamina_memory.db import Database
+from lamina_memory.pgpostings import K1, B, Postings
+from lamina_memory.pgtopk import QueryTerm, TopK
 
-#: BM25's constants, as the in-memory index (``index.py``) uses them.
-K1, B = 1.5, 0.75
-#: Postings (chunks holding a term) scored in the first round of a lexical search.
-_CHEAP_POSTINGS = 2_000
 #: The most neighbours pgvector's HNSW scan may return (``hnsw.ef_search`` at most 1,000).
 _EF_MAX = 1_000
 
@@ -56,6 +54,7 @@ class ChunkReads:
     chunks: str
     terms: str
     meta: str
+    postings: Postings
 
     def _meta(self, key: str) -> str | None:
         row = self.db.one(f"SELECT value FROM {self.meta} WHERE key = ?", (key,))
@@ -102,13 +101,9 @@ class ChunkReads:
         limit: int,
     ) -> list[Hit]:
         """The ``limit`` best chunks by BM25 (Lucene's variant, as ``bm25s`` scores in memory)
-        among those the caller may see, best first, ties by the chunks' order.
-
-        Exact top-k without scoring every chunk that holds a common term (MaxScore): the
-        terms are taken rarest first, each round scoring (on every term) the chunks that
-        hold a newly taken term and none taken before; once the ``limit``-th best score so
-        far exceeds the most the terms not taken could add up to, no other chunk can enter.
-        """
+        among those the caller may see, best first, ties by the chunks' order: exact, from
+        the impact-ordered postings read best first (``pgtopk``), so a query scores the few
+        chunks that can reach the top, not every chunk holding one of its terms."""
         unique = list(dict.fromkeys(terms))
         if not unique or limit <= 0:
             return []
@@ -116,9 +111,9 @@ class ChunkReads:
         total = int(self._meta("bm25_length") or 0)
         avgdl = total / n if total else 1.0
         known = self._terms(unique, n, avgdl)
-        if not known:
+        ref = self._meta("postings_avgdl")
+        if not known or ref is None:
             return []
-        where, params = self._filters(who, since, exclude)
         # BM25 of each term: idf × tf / (tf + k1 × (1 - b + b × nterms / avgdl)), the term's
         # frequency read from the arrays (0 where the chunk lacks it).
         tf = "COALESCE(c.tfs[array_position(c.terms, ?::text)], 0)"
@@ -127,33 +122,19 @@ class ChunkReads:
         for term in known:
             parts.append(f"?::float8 * {tf} / ({tf} + {norm})")
             score_params += [term.idf, term.name, term.name, K1 * (1 - B), K1 * B / avgdl]
-        head = (
-            "SELECT c.id, c.seq, c.session, c.text, c.time, c.salience, s.score "
-            f"FROM {self.chunks} c CROSS JOIN LATERAL (SELECT {' + '.join(parts)} AS score) s "
-            "WHERE c.lexemes @@ ?::tsquery"
+        where, params = self._filters(who, since, exclude)
+        search = TopK(
+            db=self.db,
+            postings=self.postings.table,
+            chunks=self.chunks,
+            terms=[QueryTerm(name=t.name, df=t.df, idf=t.idf, bound=t.bound) for t in known],
+            avgdl=avgdl,
+            ref=float(ref),
+            limit=limit,
+            score=(" + ".join(parts), score_params),
+            where=(where, params),
         )
-        tail = f" AND {where} ORDER BY s.score DESC, c.seq LIMIT ?"
-        best: list[tuple[Any, ...]] = []
-        taken = 0
-        while taken < len(known):
-            # Take the next term, and the ones after it while their chunks are few.
-            start, postings = taken, known[taken].df
-            taken += 1
-            while taken < len(known) and postings + known[taken].df <= _CHEAP_POSTINGS:
-                postings += known[taken].df
-                taken += 1
-            new = tsquery([t.name for t in known[start:taken]])
-            if start:  # the chunks holding an earlier term were scored already
-                old = tsquery([t.name for t in known[:start]])
-                query = f"{head} AND NOT c.lexemes @@ ?::tsquery{tail}"
-                rows = self.db.rows(query, (*score_params, new, old, *params, limit))
-            else:
-                rows = self.db.rows(head + tail, (*score_params, new, *params, limit))
-            best = sorted([*best, *rows], key=lambda r: (-float(r[6]), int(r[1])))[:limit]
-            rest = sum(t.bound for t in known[taken:])
-            if len(best) == limit and float(best[-1][6]) > rest:  # a tie could win on order
-                break
-        return [_hit(r) for r in best]
+        return [_hit(r) for r in search.run()]
 
     def dense(
         self,
@@ -223,11 +204,6 @@ class ChunkReads:
 def quote_lexeme(term: str) -> str:
     """A lexeme as ``tsvector`` and ``tsquery`` literals quote it."""
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def tsquery(terms: Sequence[str]) -> str:
-    """Any of ``terms``, as a ``tsquery`` literal (already analysed: no stemming here)."""
-    return " | ".join(quote_lexeme(t) for t in terms)
 
 
 def _hit(r: Sequence[Any], *, visible: bool = True) -> Hit:

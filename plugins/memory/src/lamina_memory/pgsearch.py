@@ -1,17 +1,18 @@
-"""Chunk retrieval inside PostgreSQL: BM25 over a ``tsvector`` column with a GIN index, pgvector's
-HNSW index for the dense neighbours, the caller's permissions and filters in the SQL, so no
-process holds every chunk.
+"""Chunk retrieval inside PostgreSQL: BM25 from impact-ordered postings read best first
+(``pgpostings``, ``pgtopk``), pgvector's HNSW index for the dense neighbours, the caller's
+permissions and filters in the SQL, so no process holds every chunk.
 
 Each chunk's ``lexemes`` are the terms of Lamina's own analyser (``signals.analyse``: the stop
 words and Snowball stems the in-memory BM25 uses), written as a ``tsvector`` whose positions
-1..tf count each term, which the GIN index matches; ``terms`` and ``tfs`` hold the same distinct
-terms and their frequencies as arrays, which a query scores from (``array_position`` costs a
-fraction of unnesting the ``tsvector`` per row); ``nterms`` is the text's length in terms.
-``lamina_chunk_terms`` keeps each term's
+1..tf count each term, with a GIN index (full-text matching in SQL); ``terms`` and ``tfs`` hold
+the same distinct terms and their frequencies as arrays, which a chunk's exact score is
+computed from (``array_position``); ``nterms`` is the text's length in terms; the postings
+table holds one row per term of each chunk. ``lamina_chunk_terms`` keeps each term's
 document frequency and the meta table the corpus size and total length, updated by every write,
 so a query computes BM25 exactly as ``bm25s``'s Lucene variant does in memory (same idf, same
 term-frequency part). A store written before these columns existed gets them when it opens: the
-texts are analysed again in batches (``progress`` counts them), then the GIN index is built.
+texts are analysed again and their postings written in batches (``progress`` counts them),
+then the indexes are built; a store with the columns but no postings gets the postings alone.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from attrs import frozen
 
 from lamina_memory.db import Database
+from lamina_memory.pgpostings import Postings
 from lamina_memory.pgread import ChunkReads, quote_lexeme
 from lamina_memory.signals import analyse
 
@@ -87,6 +89,7 @@ class ChunkSearch(ChunkReads):
         self.terms = f"{prefix}chunk_terms"
         self.meta = f"{prefix}meta"
         self.prefix = prefix
+        self.postings = Postings(db, prefix)
 
     # -- schema and migration ---------------------------------------------------------------
 
@@ -119,19 +122,25 @@ class ChunkSearch(ChunkReads):
                 f"ALTER TABLE {self.chunks} ALTER COLUMN embedding SET STORAGE EXTERNAL, "
                 f"SET (toast_tuple_target = {_ROW_TARGET})"
             )
+        self.postings.create()
         if self._meta("analyser") != ANALYSER:
             self.reanalyse(progress)
         db.execute(
             f"CREATE INDEX IF NOT EXISTS {p}chunks_lexemes_gin ON {self.chunks} USING gin (lexemes)"
         )
+        self.postings.ensure(progress)
 
     def reanalyse(self, progress: Progress | None = None) -> int:
-        """Analyse every chunk's text again, in batches of ``MIGRATE_BATCH`` (never all of them
-        in memory), then count the terms again; returns how many chunks."""
+        """Analyse every chunk's text again and write its postings, in batches of
+        ``MIGRATE_BATCH`` (never all of them in memory), then count the terms again; returns
+        how many chunks. The postings' reference length is the old average, or the first
+        batch's."""
         db = self.db
         found = db.one(f"SELECT count(*) FROM {self.chunks}")
         total = int(found[0]) if found else 0
         done, last = 0, -1
+        docs, words = int(self._meta("bm25_docs") or 0), int(self._meta("bm25_length") or 0)
+        self.postings.restart(words / docs if docs and words else None)
         if progress is not None:
             progress(0, total)
         while True:
@@ -148,6 +157,9 @@ class ChunkSearch(ChunkReads):
                 "tfs = ?::int[], nterms = ? WHERE id = ?",
                 params,
             )
+            if self.postings.ref() is None:
+                self.postings.set_ref(sum(a.length for a, _ in done_rows) / len(done_rows))
+            self.postings.add_range(last, int(rows[-1][0]))
             last = int(rows[-1][0])
             done += len(rows)
             if progress is not None:
@@ -162,6 +174,7 @@ class ChunkSearch(ChunkReads):
         self._set_meta("bm25_docs", str(total))
         self._set_meta("bm25_length", str(int(length[0]) if length else 0))
         self._set_meta("analyser", ANALYSER)
+        self.postings.finish()
         return total
 
     def _set_meta(self, key: str, value: str) -> None:
@@ -173,9 +186,10 @@ class ChunkSearch(ChunkReads):
 
     # -- writes ---------------------------------------------------------------------------
 
-    def count_terms(self, written: dict[str, Analysed]) -> None:
+    def count_terms(self, written: dict[str, Analysed]) -> list[str]:
         """Move the term counts and corpus totals by a write of ``written`` (chunk id → its new
-        analysed text), read before the rows change: a replaced chunk's old terms leave."""
+        analysed text), read before the rows change: a replaced chunk's old terms leave.
+        Returns the ids of the chunks replaced."""
         db = self.db
         df: Counter[str] = Counter()
         most: dict[str, int] = {}
@@ -221,3 +235,4 @@ class ChunkSearch(ChunkReads):
                 db.execute(f"DELETE FROM {self.terms} WHERE df <= 0")
         self._set_meta("bm25_docs", str(int(self._meta("bm25_docs") or 0) + docs))
         self._set_meta("bm25_length", str(int(self._meta("bm25_length") or 0) + length))
+        return list(old)

@@ -224,10 +224,13 @@ class SQLStore:
                         row = (*row, *columns(words))
                 by_kind.setdefault(KIND_OF[type(m)], []).append(row)
             if self.search is not None and texts:
-                self.search.count_terms(texts)  # before the rows change: replaced terms leave
+                # Before the rows change: a replaced chunk's terms and postings leave.
+                self.search.postings.unpost(self.search.count_terms(texts))
             for kind, kind_rows in by_kind.items():
                 extra = _PG_CHUNK_EXTRA if kind == "chunk" and self.search is not None else ()
                 db.many(self.rows.upsert(kind, extra), kind_rows)
+            if self.search is not None and texts:
+                self.search.postings.post(list(texts))
             for key, value in (marks or {}).items():
                 if value is None:
                     db.execute(f"DELETE FROM {self.rows.meta} WHERE key = ?", (f"mark:{key}",))

@@ -1,0 +1,212 @@
+"""PostgreSQL's lexical search reads impact-ordered postings best first: the exact top (the
+same chunks, order and scores as scoring every chunk holding a query term, with permissions
+and filters), after reading a few postings when the answer is found early; every write keeps
+the postings, and a store without them gets them when it opens."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from lamina_memory.pgpostings import K1, B
+from lamina_memory.records import Chunk
+from lamina_memory.signals import analyse
+from lamina_memory.store import SQLStore, open_store
+
+from lamina.testing.postgres import fresh_database
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+#: Words from common to rare (Zipf-like draws), a few of them stemmed alike.
+VOCAB = [f"w{i}" for i in range(40)] + ["garden", "gardens", "river", "rivers"]
+
+
+@pytest.fixture
+def db_url(postgres_dsn: str) -> str:
+    return fresh_database(postgres_dsn, extensions=("vector",))
+
+
+def _text(rng: random.Random, length: int) -> str:
+    weights = [1 / (i + 1) for i in range(len(VOCAB))]
+    return " ".join(rng.choices(VOCAB, weights=weights, k=length))
+
+
+def brute(
+    chunks: list[Chunk], terms: list[str], who: frozenset[str], since: Any, exclude: Any
+) -> list[tuple[str, float]]:
+    """Every chunk scored as the store's SQL scores it (the same operations in the same
+    order), the visible ones with a positive score best first, ties by the chunks' order."""
+    docs = [Counter(analyse(c.text)) for c in chunks]
+    lengths = [sum(d.values()) for d in docs]
+    n = len(chunks)
+    avgdl = sum(lengths) / n
+    df = Counter(t for d in docs for t in d)
+    known = sorted((t for t in dict.fromkeys(terms) if df[t]), key=lambda t: (df[t], t))
+    out = []
+    for i, (c, d) in enumerate(zip(chunks, docs, strict=True)):
+        if c.acl and not set(c.acl) & who:
+            continue
+        if since is not None and c.time is not None and c.time < since:
+            continue
+        if c.id in exclude or not any(d[t] for t in known):
+            continue
+        score = 0.0
+        for t in known:
+            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            score += idf * d[t] / (d[t] + (K1 * (1 - B) + K1 * B / avgdl * lengths[i]))
+        out.append((i, c.id, score))
+    out.sort(key=lambda r: (-r[2], r[0]))
+    return [(cid, s) for _, cid, s in out]
+
+
+def search(store: SQLStore, terms: list[str], limit: int, **kw: Any) -> list[tuple[str, float]]:
+    args = {"who": frozenset(), "since": None, "exclude": frozenset(), **kw}
+    hits, _ = store.search_chunks(terms, None, limit=limit, overfetch=1, **args)
+    return [(h.id, h.score) for h in hits]
+
+
+def test_best_first_gives_exactly_the_top_of_scoring_every_chunk(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small slices and batches (many rounds), chunks replaced and a corpus whose average
+    length moved away from the postings' reference (a second batch twice as long), copies
+    (ties), permissions, a date and excluded ids: always the brute-force top."""
+    import lamina_memory.pgtopk as pgtopk
+
+    monkeypatch.setattr(pgtopk, "FIRST", 2)
+    monkeypatch.setattr(pgtopk, "CHECK_BATCH", 3)
+    rng = random.Random(7)
+    chunks = [
+        Chunk(
+            id=f"c{i:03d}",
+            text=_text(rng, rng.randint(2, 12)),
+            time=T0 + timedelta(days=i),
+            acl=("ops",) if i % 4 == 0 else (),
+        )
+        for i in range(240)
+    ]
+    chunks += [Chunk(id=f"d{i:03d}", text=chunks[i].text) for i in range(0, 240, 9)]  # copies
+    store = open_store(db_url)
+    store.add(chunks[:120])
+    longer = [Chunk(id=c.id, text=_text(rng, rng.randint(8, 30)), time=c.time) for c in chunks]
+    chunks[120:240] = longer[120:240]
+    store.add(chunks[120:])
+    for i in (3, 50, 130):  # replaced: each keeps its place
+        chunks[i] = Chunk(id=chunks[i].id, text=_text(rng, 20), time=chunks[i].time)
+    store.add([chunks[3], chunks[50], chunks[130]])
+    with store.db.read():
+        ref = float(store.db.one("SELECT value FROM lamina_meta WHERE key = 'postings_avgdl'")[0])
+    assert ref < sum(len(analyse(c.text)) for c in chunks) / len(chunks) * 0.8
+    queries = [_text(rng, rng.randint(1, 5)) for _ in range(25)] + ["w0 w1 w2 garden rivers"]
+    filters: list[dict[str, Any]] = [
+        {},
+        {"who": frozenset({"ops"})},
+        {"since": T0 + timedelta(days=100), "exclude": frozenset({"c150", "c151", "d009"})},
+    ]
+    for q in queries:
+        terms = analyse(q)
+        for kw in filters:
+            every = brute(
+                chunks,
+                terms,
+                kw.get("who", frozenset()),
+                kw.get("since"),
+                kw.get("exclude", frozenset()),
+            )
+            for limit in (1, 4, 17, 300):
+                got = search(store, terms, limit, **kw)
+                want = every[:limit]
+                assert [i for i, _ in got] == [i for i, _ in want], (q, kw, limit)
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
+    store.close()
+
+
+def test_a_query_answered_early_reads_few_postings_and_scores_few_chunks(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3,000 chunks hold the common term, 5 hold the rare one many times: the top 5 is found
+    from the head of each term's postings, not from the 3,000."""
+    import lamina_memory.pgtopk as pgtopk
+
+    chunks = [Chunk(id=f"c{i:04d}", text=f"common words number {i} here") for i in range(3000)]
+    for i in (10, 700, 1400, 2100, 2800):
+        chunks[i] = Chunk(id=f"c{i:04d}", text="rare rare rare common")
+    store = open_store(db_url)
+    store.add(chunks)
+    searches: list[Any] = []
+    real = pgtopk.TopK.run
+
+    def spy(self: Any) -> Any:
+        searches.append(self)
+        return real(self)
+
+    monkeypatch.setattr(pgtopk.TopK, "run", spy)
+    terms = analyse("rare common words")
+    got = search(store, terms, 5)
+    assert [i for i, _ in got] == ["c0010", "c0700", "c1400", "c2100", "c2800"]
+    assert [i for i, _ in got] == [i for i, _ in brute(chunks, terms, frozenset(), None, ())][:5]
+    (done,) = searches
+    assert done.read <= 3 * pgtopk.FIRST  # one slice per term
+    assert done.scored <= 2 * 5 + 8  # the top and a few more, checked once
+    store.db.execute("ANALYZE lamina_chunk_postings")  # as autovacuum would
+    with store.db.read():
+        plan = "\n".join(
+            str(r[0])
+            for r in store.db.rows(
+                "EXPLAIN SELECT seq FROM lamina_chunk_postings WHERE term = 'common' "
+                "ORDER BY impact DESC, seq LIMIT 64"
+            )
+        )
+    assert "lamina_chunk_postings_impact" in plan and "Sort" not in plan
+    store.close()
+
+
+def _postings(store: SQLStore) -> list[tuple[Any, ...]]:
+    with store.db.read():
+        return store.db.rows(
+            "SELECT term, impact, seq, tf, nterms FROM lamina_chunk_postings ORDER BY term, seq"
+        )
+
+
+def test_writes_keep_the_postings_as_a_rebuild_makes_them(db_url: str) -> None:
+    rng = random.Random(3)
+    store = open_store(db_url)
+    store.add([Chunk(id=f"c{i}", text=_text(rng, 6)) for i in range(50)])
+    store.add(
+        [Chunk(id=f"c{i}", text=_text(rng, 9)) for i in (1, 7, 30)]
+        + [Chunk(id="c2", text=""), Chunk(id="new", text="w1 w1 garden")]
+    )
+    kept = _postings(store)
+    with store.db.read():
+        words = store.db.one("SELECT sum(array_length(terms, 1)) FROM lamina_chunks")
+    assert len(kept) == int(words[0])
+    with store.db.write():
+        assert store.search is not None
+        store.search.postings.fill()
+    assert _postings(store) == kept
+    store.close()
+
+
+def test_a_store_without_postings_gets_them_when_it_opens(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lamina_memory.pgpostings as pgpostings
+
+    monkeypatch.setattr(pgpostings, "POST_BATCH", 4)
+    store = open_store(db_url)
+    chunks = [Chunk(id=f"c{i}", text=f"note {i} on the garden") for i in range(10)]
+    store.add(chunks)
+    before = _postings(store)
+    with store.db.write():
+        store.db.execute("DROP TABLE lamina_chunk_postings")
+        store.db.execute("DELETE FROM lamina_meta WHERE key IN ('postings', 'postings_avgdl')")
+    store.close()
+    seen: list[tuple[int, int]] = []
+    store = open_store(db_url, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 10), (4, 10), (8, 10), (10, 10)]
+    assert _postings(store) == before
+    assert [i for i, _ in search(store, analyse("garden note 3"), 2)] == ["c3", "c0"]
+    store.close()
