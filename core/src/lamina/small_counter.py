@@ -22,14 +22,12 @@ counts that text.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import itertools
 import mmap
 import os
 import sys
-import tempfile
 from array import array
 from collections.abc import Callable
 from pathlib import Path
@@ -300,6 +298,9 @@ def _table_path(root: Path, name: str) -> Path:
 
 def _write(path: Path, data: bytes) -> None:
     """Store ``data`` at ``path`` atomically; a cache that cannot be written is no error."""
+    import contextlib
+    import tempfile
+
     temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
