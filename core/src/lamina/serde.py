@@ -184,18 +184,27 @@ configure_tagged_union(
 _converter.register_structure_hook(Part, lambda v, _: _structure_part(v))
 
 # The model info an assembled context carries is for adapters in the same process: it holds
-# callables and never travels as JSON.
+# callables and never travels as JSON. Its hooks are made when first asked for (making them
+# costs a start about 5 ms, and a command printing text never needs them).
 resolve_types(AssembledContext, localns={"ModelInfo": ModelInfo})
-_converter.register_unstructure_hook(
-    AssembledContext,
-    make_dict_unstructure_fn(AssembledContext, _converter, model_info=override(omit=True)),
-)
-_converter.register_structure_hook(
-    AssembledContext,
-    make_dict_structure_fn(
+
+
+def _is_context(cls: Any) -> bool:
+    return cls is AssembledContext
+
+
+def _context_unstructure(_: Any) -> Any:
+    return make_dict_unstructure_fn(AssembledContext, _converter, model_info=override(omit=True))
+
+
+def _context_structure(_: Any) -> Any:
+    return make_dict_structure_fn(
         AssembledContext,
         _converter,
         model_info=override(omit=True),
         _cattrs_forbid_extra_keys=True,
-    ),
-)
+    )
+
+
+_converter.register_unstructure_hook_factory(_is_context, _context_unstructure)
+_converter.register_structure_hook_factory(_is_context, _context_structure)
