@@ -44,6 +44,7 @@ class _Term:
     df: int
     idf: float
     bound: float
+    most: int | None = None
 
 
 class ChunkReads:
@@ -88,7 +89,15 @@ class ChunkReads:
             part = 1.0  # the term-frequency part is below 1
             if most is not None and shortest is not None:
                 part = most / (most + K1 * (1 - B + B * shortest / avgdl))
-            out.append(_Term(name=str(t), df=int(d), idf=idf, bound=idf * part))
+            out.append(
+                _Term(
+                    name=str(t),
+                    df=int(d),
+                    idf=idf,
+                    bound=idf * part,
+                    most=None if most is None else int(most),
+                )
+            )
         return sorted(out, key=lambda t: (t.df, t.name))
 
     def lexical(
@@ -127,7 +136,10 @@ class ChunkReads:
             db=self.db,
             postings=self.postings.table,
             chunks=self.chunks,
-            terms=[QueryTerm(name=t.name, df=t.df, idf=t.idf, bound=t.bound) for t in known],
+            terms=[
+                QueryTerm(name=t.name, df=t.df, idf=t.idf, bound=t.bound, most=t.most)
+                for t in known
+            ],
             avgdl=avgdl,
             ref=float(ref),
             limit=limit,

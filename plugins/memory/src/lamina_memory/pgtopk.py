@@ -4,15 +4,16 @@ Each query term's postings are read highest impact first, a slice at a time (one
 for all the terms, the postings index alone, no chunk row). What was read gives every chunk
 seen a lower bound (the exact parts of the terms it was seen under) and an upper bound (plus,
 for each term it was not seen under, the most that term's unread postings can be worth: the
-term's idf times the bound of the last impact read); a chunk never seen can reach at most the
-sum of those. The lists go deeper until that sum falls below the ``limit``-th best lower
+term's idf times the bound of the last impact read, or, if lower, the part of the term's
+highest frequency in a chunk of that length); a chunk never seen can reach at most the sum of
+the terms' bounds. The lists go deeper until that sum falls below the ``limit``-th best lower
 bound (and further while the next slices cost less than scoring the chunks whose upper bound
 still reaches it: a posting read costs about an eighth of a chunk scored); then the chunks
 whose upper bound reaches the ``limit``-th best exact score are scored exactly, on their rows,
 with the caller's permissions and filters (so the threshold is always among chunks the caller
 may see), and the search ends once no unseen chunk can reach that score, or every posting of
-every term was read. The result is the exact top, the same
-chunks, order and scores as scoring every chunk holding a query term.
+every term was read. The result is the exact top: the same chunks, order and scores as
+scoring every chunk holding a query term.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class QueryTerm:
     df: int
     idf: float
     bound: float
+    #: The highest frequency the term was ever written with (None: unknown).
+    most: int | None = None
     depth: int = 0
     #: How much the bound fell per posting in the last slice read.
     rate: float = 0.0
@@ -70,6 +73,7 @@ class TopK:
     seqs: list[Any] = field(factory=list)
     which: list[Any] = field(factory=list)
     parts: list[Any] = field(factory=list)
+    lengths: list[Any] = field(factory=list)
     checked: set[int] = field(factory=set)
     #: The best chunks checked so far: (exact score, seq), best first.
     best: list[tuple[float, int]] = field(factory=list)
@@ -88,10 +92,10 @@ class TopK:
             if not finished and outside + _EPS >= estimate:
                 grow = self._deeper()  # no chunk is sure to beat the unseen ones yet
                 continue
-            if not finished and self._cheaper_to_read(seen, outside, estimate):
+            if not finished and self._cheaper_to_read(seen[2], estimate):
                 grow = self._deeper()
                 continue
-            self._check(*seen, outside)
+            self._check(seen[0], seen[2])
             if finished or (len(self.best) >= self.limit and self._theta() > outside + _EPS):
                 return self.rows()
             grow = self._deeper()
@@ -134,7 +138,9 @@ class TopK:
                 impacts = np.array(impacts_, dtype=np.float64)
                 self.seqs.append(seqs)
                 self.which.append(np.full(got, i, dtype=np.int64))
-                self.parts.append(term.idf * tf / (tf + (a + c * np.array(lengths_))))
+                length = np.array(lengths_, dtype=np.float64)
+                self.lengths.append(length)
+                self.parts.append(term.idf * tf / (tf + (a + c * length)))
             if got < want:
                 term.done, term.bound = True, 0.0
                 continue
@@ -143,18 +149,31 @@ class TopK:
             term.bound = term.idf * impact_bound(low, self.ref, self.avgdl)
 
     def _seen(self) -> tuple[Any, Any, Any]:
-        """Each chunk seen, the sum of its parts read, and the sum of the bounds of the terms
-        it was seen under."""
+        """Each chunk seen, the sum of its parts read, and its upper bound: those plus, for
+        each term it was not seen under, the most that term's unread postings can add to a
+        chunk of its length (the term's last impact read, or its highest frequency in a chunk
+        of that length, whichever is lower)."""
         import numpy as np
 
         seqs, which = np.concatenate(self.seqs), np.concatenate(self.which)
-        self.seqs, self.which = [seqs], [which]
-        parts = self.parts = [np.concatenate(self.parts)]
+        parts, lengths = np.concatenate(self.parts), np.concatenate(self.lengths)
+        self.seqs, self.which, self.parts, self.lengths = [seqs], [which], [parts], [lengths]
         unique, inverse = np.unique(seqs, return_inverse=True)
-        bounds = np.array([t.bound for t in self.terms])
-        known = np.bincount(inverse, weights=parts[0], minlength=len(unique))
-        under = np.bincount(inverse, weights=bounds[which], minlength=len(unique))
-        return unique, known, under
+        known = np.bincount(inverse, weights=parts, minlength=len(unique))
+        length = np.zeros(len(unique))
+        length[inverse] = lengths
+        a, c = K1 * (1 - B), K1 * B / self.avgdl
+        ups = known.copy()
+        for i, t in enumerate(self.terms):
+            if t.bound <= 0:
+                continue
+            cap: Any = t.bound
+            if t.most is not None:
+                cap = np.minimum(t.bound, t.idf * t.most / (t.most + (a + c * length)))
+            unseen = np.ones(len(unique), dtype=bool)
+            unseen[inverse[which == i]] = False
+            ups += np.where(unseen, cap, 0.0)
+        return unique, known, ups
 
     def _deeper(self) -> list[int]:
         """The terms to read further: those whose unread postings could add the most (at
@@ -163,11 +182,10 @@ class TopK:
         most = max(self.terms[i].bound for i in open_)
         return [i for i in open_ if self.terms[i].bound >= most / 2]
 
-    def _cheaper_to_read(self, seen: tuple[Any, Any, Any], outside: float, at: float) -> bool:
+    def _cheaper_to_read(self, ups: Any, at: float) -> bool:
         """Whether reading the next slices (which lowers the chunks' upper bounds) costs less
         than scoring the chunks whose upper bound reaches ``at`` now."""
-        _unique, known, under = seen
-        many = int(((known + (outside - under)) + _EPS >= at).sum()) - len(self.checked)
+        many = int((ups + _EPS >= at).sum()) - len(self.checked)
         if many <= 2 * self.limit + 8:
             return False
         step = sum(max(FIRST, self.limit, self.terms[i].depth) for i in self._deeper())
@@ -188,13 +206,12 @@ class TopK:
         """The ``limit``-th best exact score among the chunks checked (-inf below ``limit``)."""
         return self.best[self.limit - 1][0] if len(self.best) >= self.limit else -math.inf
 
-    def _check(self, unique: Any, known: Any, under: Any, outside: float) -> None:
+    def _check(self, unique: Any, ups: Any) -> None:
         """Score exactly every chunk seen whose upper bound (its parts read, plus the bounds
         of the terms it was not seen under) reaches the threshold, the most promising first
         (the threshold rises as they are scored)."""
         import numpy as np
 
-        ups = known + (outside - under)
         keep = ups + _EPS >= self._theta()
         if self.checked:
             keep &= ~np.isin(unique, np.fromiter(self.checked, dtype=np.int64))
