@@ -31,13 +31,13 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     from lamina.config import (
         LaminaConfig as LaminaConfig,
     )
-    from lamina.encodings import cache_dir as cache_dir
     from lamina.config import (
         inert_without_section as inert_without_section,
     )
     from lamina.config import (
         load_config as load_config,
     )
+    from lamina.encodings import cache_dir as cache_dir
     from lamina.errors import (
         BudgetError as BudgetError,
     )
