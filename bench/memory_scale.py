@@ -1,17 +1,18 @@
 """``bench_memory.py --scale``: retrieval latency of a PostgreSQL store holding a million chunks
-(the store does the retrieval: BM25 in SQL over a GIN-indexed tsvector, pgvector's HNSW index)
-next to the in-memory store at 100,000, in one run.
+(the store does the retrieval: BM25 from impact-ordered postings read best first, pgvector's
+HNSW index) next to the in-memory store at 100,000, in one run.
 
 The corpus is the six LoCoMo conversations' turns repeated with fresh ids (each repetition its
 own sessions) and, for dense retrieval, their MiniLM vectors with a little Gaussian noise
 (sigma 0.02 per dimension, renormalised) so that no two vectors are equal. PostgreSQL is a
 throw-away pgserver (fsync off, ``shared_buffers`` 4 GB instead of its 128 MB, so the store's
 tables and indexes can stay in PostgreSQL's own cache), loaded in batches of 5,000 rows
-(``executemany``, pipelined by psycopg) with its GIN and HNSW indexes dropped, then built once
-(timed). Each store then answers the same 300 LoCoMo questions through
-``MemoryService.retrieve`` (all five sources, neighbours 1, cache off), once untimed to warm
-the caches and once timed: end to end (the query embedded with one BLAS thread) and with the
-query vectors computed beforehand (search only).
+(``executemany``, pipelined by psycopg) with its postings, GIN and HNSW indexes dropped, then
+built once (timed). ``--pg-dir DIR`` keeps the data directory in DIR and reuses the loaded
+store on the next run (an older store is migrated when it opens). Each store then answers the
+same 300 LoCoMo questions through ``MemoryService.retrieve`` (all five sources, neighbours 1,
+cache off), once untimed to warm the caches and once timed: end to end (the query embedded with
+one BLAS thread) and with the query vectors computed beforehand (search only).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from memory_locomo import timed_query
 
 BATCH = 5_000
 NOISE = 0.02
+#: The database ``--pg-dir`` keeps between runs.
+KEPT_DB = "lamina_scale"
 
 
 def batches(base: list[Chunk], vecs: Any, n: int, batch: int = BATCH) -> Iterator[list[Chunk]]:
@@ -55,6 +58,16 @@ def batches(base: list[Chunk], vecs: Any, n: int, batch: int = BATCH) -> Iterato
         yield out
 
 
+def pg_dir() -> str | None:
+    """``--pg-dir DIR``: keep the PostgreSQL data directory in DIR and reuse its store when it
+    holds ``--pg-items`` chunks already (the load and the indexes take minutes)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--pg-dir", default=None)
+    return ap.parse_known_args()[0].pg_dir
+
+
 def rss_mb() -> float:
     """This process's resident memory now, in MB (Linux)."""
     with open("/proc/self/status", encoding="ascii") as f:
@@ -64,9 +77,11 @@ def rss_mb() -> float:
     return 0.0
 
 
-def start_postgres(shared_buffers: str = "4GB") -> str:
-    """A pgserver PostgreSQL under a temp dir with ``shared_buffers`` raised (a restart) and
-    fsync off; stopped and deleted when this process exits. Returns a database's URL."""
+def start_postgres(shared_buffers: str = "4GB", keep: str | None = None) -> str:
+    """A pgserver PostgreSQL with ``shared_buffers`` raised (a restart) and fsync off. Under a
+    temp dir, stopped and deleted when this process exits; or, with ``keep`` (``--pg-dir``), in
+    that folder, stopped at exit but kept, so a later run reuses what was loaded. Returns the
+    URL of the database the store lives in."""
     import atexit
     import contextlib
     import shutil
@@ -79,15 +94,17 @@ def start_postgres(shared_buffers: str = "4GB") -> str:
 
     from lamina.testing.postgres import fresh_database
 
-    base = Path(tempfile.mkdtemp(prefix="lamina-bench-pg-"))
-    server = get_server(base / "data", cleanup_mode="delete")
+    base = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="lamina-bench-pg-"))
+    base.mkdir(parents=True, exist_ok=True)
+    server = get_server(base / "data", cleanup_mode=None if keep else "delete")
 
     def stop() -> None:
         # After the restart below pgserver no longer knows the postmaster: stop it by hand.
         with contextlib.suppress(Exception):  # already stopped
             pg_ctl(["-m", "fast", "-w", "stop"], pgdata=server.pgdata, user=server.system_user)
-        server.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
+        if not keep:
+            server.cleanup()
+            shutil.rmtree(base, ignore_errors=True)
 
     atexit.register(stop)
     dsn = server.get_uri()
@@ -99,8 +116,35 @@ def start_postgres(shared_buffers: str = "4GB") -> str:
             ("full_page_writes", "off"),
         ):
             conn.execute(f"ALTER SYSTEM SET {key} = '{value}'")
+        kept = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (KEPT_DB,)).fetchone()
     pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=60)
-    return fresh_database(dsn, extensions=("vector",))
+    if not keep:
+        return fresh_database(dsn, extensions=("vector",))
+    if kept is None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{KEPT_DB}"')
+        with psycopg.connect(_database(dsn, KEPT_DB), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    return _database(dsn, KEPT_DB)
+
+
+def _database(dsn: str, name: str) -> str:
+    """``dsn`` (a ``postgresql://`` URL) with its database replaced by ``name``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(dsn)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+
+
+def loaded(url: str) -> int:
+    """How many chunks the store at ``url`` holds (0 when there is no store yet)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('lamina_meta')").fetchone() == (None,):
+            return 0
+        row = conn.execute("SELECT value FROM lamina_meta WHERE key = 'bm25_docs'").fetchone()
+    return int(row[0]) if row else 0
 
 
 def load_postgres(url: str, base: list[Chunk], vecs: Any, n: int) -> dict[str, float]:
@@ -118,6 +162,7 @@ def load_postgres(url: str, base: list[Chunk], vecs: Any, n: int) -> dict[str, f
             with db.write():
                 db.execute("DROP INDEX IF EXISTS lamina_chunks_embedding_hnsw")
                 db.execute("DROP INDEX IF EXISTS lamina_chunks_lexemes_gin")
+                db.execute("DROP INDEX IF EXISTS lamina_chunk_postings_impact")
         if i % 20 == 0:
             print(f"  loaded {done:,} of {n:,} chunks", flush=True)
     loaded = time.perf_counter() - started
@@ -126,6 +171,9 @@ def load_postgres(url: str, base: list[Chunk], vecs: Any, n: int) -> dict[str, f
         db.execute("SET LOCAL maintenance_work_mem = '4GB'")
         db.execute("SET LOCAL max_parallel_maintenance_workers = 1")
         t0 = time.perf_counter()
+        store.search.postings.create_index()
+        postings = time.perf_counter() - t0
+        t0 = time.perf_counter()
         store.search.ensure()  # the GIN index
         gin = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -133,8 +181,9 @@ def load_postgres(url: str, base: list[Chunk], vecs: Any, n: int) -> dict[str, f
             store._vector_index(vecs.shape[1])
         hnsw = time.perf_counter() - t0
     db.execute("VACUUM ANALYZE lamina_chunks")
+    db.execute("VACUUM ANALYZE lamina_chunk_postings")
     store.close()
-    return {"load_s": loaded, "gin_s": gin, "hnsw_s": hnsw}
+    return {"load_s": loaded, "gin_s": gin, "postings_s": postings, "hnsw_s": hnsw}
 
 
 def time_queries(
@@ -179,13 +228,31 @@ def run(
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     qvecs = dict(zip(questions, get_embedder("minilm").embed(questions), strict=True))
     print(f"PostgreSQL: {pg_items:,} chunks, in memory: {memory_items:,}", flush=True)
-    url = start_postgres()
-    built = load_postgres(url, base, vecs, pg_items)
-    print(
-        f"  PostgreSQL load {built['load_s']:.0f} s ({pg_items / built['load_s']:,.0f} rows/s), "
-        f"GIN index {built['gin_s']:.0f} s, HNSW index {built['hnsw_s']:.0f} s",
-        flush=True,
-    )
+    keep = pg_dir()
+    url = start_postgres(keep=keep)
+    have = loaded(url)
+    if have and have != pg_items:
+        raise SystemExit(f"--pg-dir {keep} holds {have:,} chunks, not {pg_items:,}: use another")
+    if have:
+        from lamina_memory.store import open_store
+
+        t0 = time.perf_counter()
+        store = open_store(url)  # an older store's migration, if any, runs here
+        store.db.execute("VACUUM ANALYZE lamina_chunk_postings")  # index-only reads
+        store.close()
+        print(
+            f"  PostgreSQL: reusing the {have:,} chunks in {keep} "
+            f"(opened in {time.perf_counter() - t0:.1f} s)",
+            flush=True,
+        )
+    else:
+        built = load_postgres(url, base, vecs, pg_items)
+        print(
+            f"  PostgreSQL load {built['load_s']:.0f} s ({pg_items / built['load_s']:,.0f} "
+            f"rows/s), GIN index {built['gin_s']:.0f} s, postings index "
+            f"{built['postings_s']:.0f} s, HNSW index {built['hnsw_s']:.0f} s",
+            flush=True,
+        )
     mem_url = "memory:"
     results: dict[tuple[str, str], dict[str, float]] = {}
     # The in-memory store lives in its service: load it once per setting.
