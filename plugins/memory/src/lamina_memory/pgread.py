@@ -124,13 +124,23 @@ class ChunkReads:
         if not known or ref is None:
             return []
         # BM25 of each term: idf × tf / (tf + k1 × (1 - b + b × nterms / avgdl)), the term's
-        # frequency read from the arrays (0 where the chunk lacks it).
-        tf = "COALESCE(c.tfs[array_position(c.terms, ?::text)], 0)"
-        norm = "(?::float8 + ?::float8 * c.nterms)"
-        parts, score_params = [], []
+        # frequency read from the arrays once (0 where the chunk lacks it; OFFSET 0 keeps the
+        # planner from copying each lookup into the sum twice).
+        tfs = ", ".join(
+            f"COALESCE(c.tfs[array_position(c.terms, ?::text)], 0) AS f{i}"
+            for i in range(len(known))
+        )
+        parts = [
+            f"?::float8 * f.f{i} / (f.f{i} + (?::float8 + ?::float8 * c.nterms))"
+            for i in range(len(known))
+        ]
+        score_params: list[Any] = [t.name for t in known]
         for term in known:
-            parts.append(f"?::float8 * {tf} / ({tf} + {norm})")
-            score_params += [term.idf, term.name, term.name, K1 * (1 - B), K1 * B / avgdl]
+            score_params += [term.idf, K1 * (1 - B), K1 * B / avgdl]
+        score = (
+            f"CROSS JOIN LATERAL (SELECT {tfs} OFFSET 0) f "
+            f"CROSS JOIN LATERAL (SELECT {' + '.join(parts)} AS score) s"
+        )
         where, params = self._filters(who, since, exclude)
         search = TopK(
             db=self.db,
@@ -143,7 +153,7 @@ class ChunkReads:
             avgdl=avgdl,
             ref=float(ref),
             limit=limit,
-            score=(" + ".join(parts), score_params),
+            score=(score, score_params),
             where=(where, params),
         )
         return [_hit(r) for r in search.run()]

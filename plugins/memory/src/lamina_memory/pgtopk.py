@@ -67,7 +67,8 @@ class TopK:
     avgdl: float
     ref: float
     limit: int
-    #: The exact score's SQL over ``c`` and its parameters; the filters' SQL and parameters.
+    #: The joins that give each chunk ``c`` its exact score ``s.score``, and their parameters;
+    #: the filters' SQL over ``c`` and their parameters.
     score: tuple[str, list[Any]]
     where: tuple[str, list[Any]]
     seqs: list[Any] = field(factory=list)
@@ -236,8 +237,8 @@ class TopK:
         score_sql, score_params = self.score
         where_sql, where_params = self.where
         rows = self.db.rows(
-            f"SELECT c.seq, s.score FROM {self.chunks} c CROSS JOIN LATERAL "
-            f"(SELECT {score_sql} AS score) s WHERE c.seq = ANY(?::bigint[]) AND {where_sql}",
+            f"SELECT c.seq, s.score FROM {self.chunks} c {score_sql} "
+            f"WHERE c.seq = ANY(?::bigint[]) AND {where_sql}",
             (*score_params, list(seqs), *where_params),
         )
         self.checked.update(seqs)
