@@ -283,6 +283,14 @@ def test_random_text_gives_the_same_ids(parts):
     text = "".join(parts)
     for name in ENCODINGS:
         assert same_ids(name, [text]) == (1, [])
+
+
+@needs_small
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(SAMPLED, st.characters(exclude_categories=("Cs",))), max_size=80))
+def test_random_text_gives_the_same_ids_through_the_small_counter(parts):
+    text = "".join(parts)
+    for name in ENCODINGS:
         assert same_ids(name, [text], "small") == (1, [])
 
 

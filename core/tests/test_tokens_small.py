@@ -14,8 +14,22 @@ import pytest
 import lamina.encodings
 import lamina.small_counter
 from lamina.encodings import load_encoding
-from lamina.small_counter import TABLE_HASHES, load_small, table_bytes
+from lamina.small_counter import SMALL_VERSIONS, TABLE_HASHES, load_small, table_bytes
 from lamina.tokens import SMALL_UNTIL, TiktokenTokenizer
+
+
+def _proven() -> bool:
+    import regex
+    import tiktoken
+
+    return (regex.__version__, tiktoken.__version__) in SMALL_VERSIONS
+
+
+#: The counter runs only with the versions it was proven with (a newer ``regex`` release
+#: turns it off until test_tokens_fast.py proves it again and ``SMALL_VERSIONS`` lists it).
+needs_proven = pytest.mark.skipif(
+    not _proven(), reason="regex or tiktoken is not a version the counter was proven with"
+)
 
 TEXT = "Small counts, same tokens: naïve café 日本語 🦜 <|endoftext|> it's"
 
@@ -59,6 +73,7 @@ def test_the_table_format_is_deterministic(name: str) -> None:
     assert hashlib.sha256(data).hexdigest() == TABLE_HASHES[name]
 
 
+@needs_proven
 @pytest.mark.parametrize("name", sorted(TABLE_HASHES))
 def test_built_once_then_read_in_place(
     cache: Path, monkeypatch: pytest.MonkeyPatch, name: str
@@ -76,6 +91,7 @@ def test_built_once_then_read_in_place(
     assert sorted(p.name for p in path.parent.iterdir() if p.suffix == ".table") == [path.name]
 
 
+@needs_proven
 @pytest.mark.parametrize(
     "damage",
     [
@@ -116,6 +132,7 @@ def test_without_a_cache_or_with_unproven_versions_tiktoken_counts(
     assert list(cache.rglob("*.table")) == []
 
 
+@needs_proven
 def test_a_tokenizer_counts_small_text_first_then_builds_tiktoken(cache: Path) -> None:
     tok = TiktokenTokenizer("o200k_base", small_until=100)
     assert TiktokenTokenizer("o200k_base").small_until == SMALL_UNTIL
@@ -127,6 +144,7 @@ def test_a_tokenizer_counts_small_text_first_then_builds_tiktoken(cache: Path) -
     assert never.count(TEXT) == _expected("cl100k_base") and never.built
 
 
+@needs_proven
 @pytest.mark.parametrize(
     "text",
     [
@@ -143,6 +161,7 @@ def test_text_the_small_counter_declines_is_counted_by_tiktoken(cache: Path, tex
     assert tok.built
 
 
+@needs_proven
 def test_an_unwritable_cache_is_no_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
