@@ -13,6 +13,7 @@ import pytest
 
 import lamina.encodings
 import lamina.small_counter
+import lamina.tokens
 from lamina.encodings import load_encoding
 from lamina.small_counter import SMALL_VERSIONS, TABLE_HASHES, load_small, table_bytes
 from lamina.tokens import SMALL_UNTIL, TiktokenTokenizer
@@ -38,6 +39,7 @@ TEXT = "Small counts, same tokens: naïve café 日本語 🦜 <|endoftext|> it'
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty cache directory, and no counter or encoding loaded yet in this process."""
     monkeypatch.setenv("LAMINA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(lamina.tokens, "_BUILT", set())
     load_small.cache_clear()
     load_encoding.cache_clear()
     yield tmp_path
@@ -140,6 +142,9 @@ def test_a_tokenizer_counts_small_text_first_then_builds_tiktoken(cache: Path) -
     assert tok.count("a" * 30) == _expected("o200k_base", "a" * 30) and not tok.built
     assert tok.count("b" * 60) == _expected("o200k_base", "b" * 60) and tok.built  # over 100
     assert tok.count(TEXT) == _expected("o200k_base")
+    # Built once in the process, it serves every later tokenizer of the encoding at once.
+    later = TiktokenTokenizer("o200k_base")
+    assert later.count(TEXT) == _expected("o200k_base") and later.built
     never = TiktokenTokenizer("cl100k_base", small_until=None)
     assert never.count(TEXT) == _expected("cl100k_base") and never.built
 

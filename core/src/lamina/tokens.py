@@ -67,6 +67,9 @@ FAST_AFTER = 8_000_000
 #: does, so a command-line start (tens of thousands) never builds it.
 SMALL_UNTIL = 500_000
 _NO_SPECIAL: frozenset[str] = frozenset()
+#: Encodings whose BPE a tokenizer of this process built: from then on every tokenizer of the
+#: encoding counts with it (a new assembler's tokenizer does not start on the small counter).
+_BUILT: set[str] = set()
 
 
 # ``Tokenizer`` declares ``name`` and ``exact`` as plain (settable) attributes, which mypy
@@ -126,6 +129,7 @@ class TiktokenTokenizer:
     def _enc(self) -> tiktoken.Encoding:
         if self._encoding is None:
             self._encoding = load_encoding(self.encoding)
+            _BUILT.add(self.encoding)
         return self._encoding
 
     def _bpe(self) -> Any:
@@ -141,7 +145,7 @@ class TiktokenTokenizer:
     def _count_small(self, text: str) -> int | None:
         """The small-text counter's count while its budget lasts, else ``None``."""
         left = self._until_small
-        if left is None or len(text) > left:
+        if left is None or len(text) > left or self.encoding in _BUILT:
             self._until_small = None
             return None
         if self._small is None:
