@@ -49,9 +49,12 @@ def test_the_embeddings_extra_lists_the_installed_model_package() -> None:
     assert str(extra[MODEL_DISTRIBUTION].specifier) == "==0.1.0"
 
 
-def test_the_model_package_files_resolve_to_the_reference_model() -> None:
+def test_the_model_package_files_resolve_to_the_reference_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     dist = metadata.distribution(MODEL_DISTRIBUTION)
     assert MODEL_ZIP in {str(f) for f in dist.files or []}
+    monkeypatch.setenv("LAMINA_CACHE_DIR", "")  # the package's own archive, not a cached copy
     files = read_model_files({})
     assert Path(files.source) == Path(str(dist.locate_file(MODEL_ZIP)))
     got = {"model.safetensors": files.weights, "tokenizer.json": files.tokenizer_json.encode()}
