@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
         load_config as load_config,
     )
     from lamina.encodings import cache_dir as cache_dir
+    from lamina.encodings import write_atomically as write_atomically
     from lamina.errors import (
         BudgetError as BudgetError,
     )
@@ -303,6 +304,7 @@ _EXPORTS: dict[str, str] = {
     "structure": "lamina.serde",
     "to_json": "lamina.serde",
     "unstructure": "lamina.serde",
+    "write_atomically": "lamina.encodings",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -36,6 +36,7 @@ __all__ = [
     "encoding_for_model",
     "load_encoding",
     "load_fast",
+    "write_atomically",
 ]
 
 #: sha256 of each bundled BPE file, as tiktoken itself expects them.
@@ -184,6 +185,12 @@ def _write_cache(name: str, path: Path, ranks: dict[bytes, int]) -> None:
     data = _cache_bytes(name, ranks)
     if data is None or hashlib.sha256(data).hexdigest() != CACHE_HASHES[name]:
         return
+    write_atomically(path, data)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Store ``data`` at ``path`` whole or not at all (a temporary file renamed into place);
+    a cache file that cannot be written is no error (the next start makes it again)."""
     temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,6 @@ import functools
 import hashlib
 import itertools
 import mmap
-import os
 import sys
 from array import array
 from collections.abc import Callable
@@ -296,24 +295,6 @@ def _table_path(root: Path, name: str) -> Path:
     return root / "bpe" / f"{name}-{TABLE_HASHES[name]}.table"
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Store ``data`` at ``path`` atomically; a cache that cannot be written is no error."""
-    import contextlib
-    import tempfile
-
-    temporary: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except OSError:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-
-
 def _mapped(path: Path, digest: str) -> mmap.mmap | None:
     """The table file mapped read-only, if it is there and its sha256 is ``digest``."""
     try:
@@ -333,7 +314,7 @@ def load_small(name: str) -> SmallCounter | None:
     is no cache directory, ``regex`` or tiktoken is a version not in ``SMALL_VERSIONS``, or
     the table cannot be built. The table is read from the cache, else built from the verified
     ranks and stored for the next start."""
-    from lamina.encodings import _ranks, cache_dir
+    from lamina.encodings import _ranks, cache_dir, write_atomically
 
     digest = TABLE_HASHES.get(name)
     root = cache_dir()
@@ -353,5 +334,5 @@ def load_small(name: str) -> SmallCounter | None:
     data = table_bytes(name, _ranks(name))
     if data is None or hashlib.sha256(data).hexdigest() != digest:
         return None
-    _write(path, data)
+    write_atomically(path, data)
     return SmallCounter(name, data)

