@@ -10,9 +10,9 @@ tables and indexes can stay in PostgreSQL's own cache), loaded in batches of 5,0
 (``executemany``, pipelined by psycopg) with its postings, GIN and HNSW indexes dropped, then
 built once (timed). ``--pg-dir DIR`` keeps the data directory in DIR and reuses the loaded
 store on the next run (an older store is migrated when it opens). Each store then answers the
-same 300 LoCoMo questions through ``MemoryService.retrieve`` (all five sources, neighbours 1,
-cache off), once untimed to warm the caches and once timed: end to end (the query embedded with
-one BLAS thread) and with the query vectors computed beforehand (search only).
+same 300 LoCoMo questions through ``MemoryService.retrieve`` (all five sources, the plugin's
+defaults, cache off), once untimed to warm the caches and once timed: end to end (the query
+embedded with one BLAS thread) and with the query vectors computed beforehand (search only).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def time_queries(
 
     from lamina import LaminaConfig
 
-    settings = Settings(store=url, cache_ttl=0, embedder="minilm" if dense else None, neighbours=1)
+    settings = Settings(store=url, cache_ttl=0, embedder="minilm" if dense else None)
     svc = MemoryService(settings, LaminaConfig())
     try:
         return _time_service(svc, questions, vectors)
@@ -267,7 +267,6 @@ def run(
                     store=mem_url,
                     cache_ttl=0,
                     embedder="minilm" if dense else None,
-                    neighbours=1,
                 ),
                 LaminaConfig(),
             )
