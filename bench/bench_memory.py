@@ -260,7 +260,14 @@ def scale(samples: list[dict[str, Any]], args: argparse.Namespace) -> None:
     qs = [
         str(qa["question"]) for s in samples for qa in s["qa"] if qa.get("category") in CATEGORIES
     ]
-    run(base, vecs, qs[: args.questions], pg_items=args.pg_items, memory_items=args.memory_items)
+    run(
+        base,
+        vecs,
+        qs[: args.questions],
+        pg_items=args.pg_items,
+        memory_items=args.memory_items,
+        keep=args.pg_dir,
+    )
 
 
 def main() -> None:
@@ -287,6 +294,11 @@ def main() -> None:
         help="where the recall runs keep each conversation (postgres: pgserver)",
     )
     ap.add_argument("--pg-items", type=int, default=1_000_000)
+    ap.add_argument(
+        "--pg-dir",
+        default=None,
+        help="--scale: keep PostgreSQL's data in this folder and reuse the loaded store",
+    )
     ap.add_argument("--memory-items", type=int, default=100_000)
     ap.add_argument("--questions", type=int, default=300, help="questions timed by --scale")
     args, _unknown = ap.parse_known_args()  # `./dev bench ARGS` passes every script the same args

@@ -58,16 +58,6 @@ def batches(base: list[Chunk], vecs: Any, n: int, batch: int = BATCH) -> Iterato
         yield out
 
 
-def pg_dir() -> str | None:
-    """``--pg-dir DIR``: keep the PostgreSQL data directory in DIR and reuse its store when it
-    holds ``--pg-items`` chunks already (the load and the indexes take minutes)."""
-    import argparse
-
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--pg-dir", default=None)
-    return ap.parse_known_args()[0].pg_dir
-
-
 def rss_mb() -> float:
     """This process's resident memory now, in MB (Linux)."""
     with open("/proc/self/status", encoding="ascii") as f:
@@ -216,9 +206,16 @@ class _Lookup:
 
 
 def run(
-    base: list[Chunk], vecs: Any, questions: list[str], *, pg_items: int, memory_items: int
+    base: list[Chunk],
+    vecs: Any,
+    questions: list[str],
+    *,
+    pg_items: int,
+    memory_items: int,
+    keep: str | None = None,
 ) -> None:
-    """Load both stores and print p50 / p95 / p99 per query, BM25 alone and fused."""
+    """Load both stores and print p50 / p95 / p99 per query, BM25 alone and fused; with
+    ``keep`` (``--pg-dir``) the PostgreSQL data stays in that folder and is reused."""
     from lamina_memory.embedders import get_embedder
     from lamina_memory.service import MemoryService
     from lamina_memory.settings import Settings
@@ -228,7 +225,6 @@ def run(
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     qvecs = dict(zip(questions, get_embedder("minilm").embed(questions), strict=True))
     print(f"PostgreSQL: {pg_items:,} chunks, in memory: {memory_items:,}", flush=True)
-    keep = pg_dir()
     url = start_postgres(keep=keep)
     have = loaded(url)
     if have and have != pg_items:
