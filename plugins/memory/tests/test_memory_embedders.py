@@ -134,6 +134,22 @@ def test_model_path_reads_a_folder_of_the_same_files(tmp_path: Path) -> None:
         MiniLM(read_model_files({"model_path": str(tmp_path)}))
 
 
+def test_unreadable_weights_or_tokenizer_are_named(tmp_path: Path) -> None:
+    """A damaged model.safetensors or tokenizer.json is a ConfigError naming the file and its
+    folder (the libraries' own errors name neither)."""
+    packaged = read_model_files({})
+    (tmp_path / "config.json").write_text(json.dumps(packaged.config))
+    (tmp_path / "tokenizer.json").write_text(packaged.tokenizer_json)
+    (tmp_path / "model.safetensors").write_bytes(b"not weights")
+    with pytest.raises(ConfigError, match=r"model.safetensors in .* is unreadable") as info:
+        get_embedder("minilm", {"model_path": str(tmp_path)})
+    assert str(tmp_path) in str(info.value)
+    (tmp_path / "model.safetensors").write_bytes(packaged.weights)
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    with pytest.raises(ConfigError, match=r"tokenizer.json in .* is unreadable"):
+        get_embedder("minilm", {"model_path": str(tmp_path)})
+
+
 def test_dense_finds_what_bm25_cannot_and_fusion_keeps_lexical_hits(make: Any) -> None:
     docs = [
         Chunk(id="auto", text="The automobile is parked in bay four"),

@@ -82,6 +82,7 @@ class MiniLM:
 
     def __init__(self, files: ModelFiles, *, max_length: int = 128) -> None:
         import numpy as np
+        from safetensors import SafetensorError
         from safetensors.numpy import load
         from tokenizers import Tokenizer
 
@@ -98,7 +99,13 @@ class MiniLM:
                 f"as integers ({exc!r})",
                 key="plugins.memory.embedder",
             ) from exc
-        raw = load(files.weights)
+        try:
+            raw = load(files.weights)
+        except SafetensorError as exc:
+            raise ConfigError(
+                f"embedder 'minilm': model.safetensors in {files.source} is unreadable ({exc})",
+                key="plugins.memory.embedder",
+            ) from exc
         # Dense weights are stored transposed once, contiguous, so each layer is one BLAS call.
         self.w = {
             k: np.ascontiguousarray(
@@ -117,7 +124,13 @@ class MiniLM:
                 np.concatenate([self.w[f"{p}.{n}.weight"] for n in parts], axis=1)
             )
             self.w[f"{p}.qkv.bias"] = np.concatenate([self.w[f"{p}.{n}.bias"] for n in parts])
-        self.tok = Tokenizer.from_str(files.tokenizer_json)
+        try:
+            self.tok = Tokenizer.from_str(files.tokenizer_json)
+        except Exception as exc:  # tokenizers raises a bare Exception
+            raise ConfigError(
+                f"embedder 'minilm': tokenizer.json in {files.source} is unreadable ({exc})",
+                key="plugins.memory.embedder",
+            ) from exc
         self.tok.enable_truncation(max_length=max_length)
         self.tok.no_padding()
         self._lock = threading.Lock()
