@@ -34,19 +34,6 @@ class Hit:
     visible: bool = True
 
 
-@frozen(kw_only=True)
-class _Term:
-    """A query term as the store counts it: its idf, and the most it can add to a chunk's
-    score (idf × its largest term-frequency part, from the highest frequency and the shortest
-    chunk it was ever written with: both only ever widen, so the bound holds)."""
-
-    name: str
-    df: int
-    idf: float
-    bound: float
-    most: int | None = None
-
-
 class ChunkReads:
     """The searches over one store's chunk table (``chunks``), term table (``terms``) and
     meta table (``meta``)."""
@@ -57,9 +44,13 @@ class ChunkReads:
     meta: str
     postings: Postings
 
+    def _metas(self, *keys: str) -> dict[str, str]:
+        """The meta table's values of those ``keys`` it holds, in one statement."""
+        rows = self.db.rows(f"SELECT key, value FROM {self.meta} WHERE key = ANY(?)", (list(keys),))
+        return {str(k): str(v) for k, v in rows}
+
     def _meta(self, key: str) -> str | None:
-        row = self.db.one(f"SELECT value FROM {self.meta} WHERE key = ?", (key,))
-        return None if row is None else str(row[0])
+        return self._metas(key).get(key)
 
     def count(self) -> int:
         """How many chunks the store holds (from the totals, not a scan)."""
@@ -79,8 +70,11 @@ class ChunkReads:
             params.append(sorted(exclude))
         return " AND ".join(sql), params
 
-    def _terms(self, unique: list[str], n: int, avgdl: float) -> list[_Term]:
-        """The query terms the store knows, rarest first."""
+    def _terms(self, unique: list[str], n: int, avgdl: float) -> list[QueryTerm]:
+        """The query terms the store knows, rarest first, each with its idf and the most it
+        can add to a chunk's score (idf × its largest term-frequency part, from the highest
+        frequency and the shortest chunk it was ever written with: both only ever widen, so
+        the bound holds)."""
         out = []
         for t, d, most, shortest in self.db.rows(
             f"SELECT term, df, max_tf, min_len FROM {self.terms} WHERE term = ANY(?)", (unique,)
@@ -90,7 +84,7 @@ class ChunkReads:
             if most is not None and shortest is not None:
                 part = most / (most + K1 * (1 - B + B * shortest / avgdl))
             out.append(
-                _Term(
+                QueryTerm(
                     name=str(t),
                     df=int(d),
                     idf=idf,
@@ -116,11 +110,12 @@ class ChunkReads:
         unique = list(dict.fromkeys(terms))
         if not unique or limit <= 0:
             return []
-        n = max(self.count(), 1)
-        total = int(self._meta("bm25_length") or 0)
+        totals = self._metas("bm25_docs", "bm25_length", "postings_avgdl")
+        n = max(int(totals.get("bm25_docs") or 0), 1)
+        total = int(totals.get("bm25_length") or 0)
         avgdl = total / n if total else 1.0
         known = self._terms(unique, n, avgdl)
-        ref = self._meta("postings_avgdl")
+        ref = totals.get("postings_avgdl")
         if not known or ref is None:
             return []
         # BM25 of each term: idf × tf / (tf + k1 × (1 - b + b × nterms / avgdl)), the term's
@@ -146,10 +141,7 @@ class ChunkReads:
             db=self.db,
             postings=self.postings.table,
             chunks=self.chunks,
-            terms=[
-                QueryTerm(name=t.name, df=t.df, idf=t.idf, bound=t.bound, most=t.most)
-                for t in known
-            ],
+            terms=known,
             avgdl=avgdl,
             ref=float(ref),
             limit=limit,

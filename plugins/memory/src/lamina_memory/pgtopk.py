@@ -49,8 +49,6 @@ class QueryTerm:
     #: The highest frequency the term was ever written with (None: unknown).
     most: int | None = None
     depth: int = 0
-    #: How much the bound fell per posting in the last slice read.
-    rate: float = 0.0
     done: bool = False
     last: tuple[float, int] = (math.inf, -1)
 
