@@ -120,8 +120,7 @@ class Database:
     def rows(
         self, text: str, params: Sequence[Any] = (), *, binary: bool = False
     ) -> list[tuple[Any, ...]]:
-        cur = self.execute(text, params, binary=True) if binary else self.execute(text, params)
-        return [tuple(r) for r in cur.fetchall()]
+        return [tuple(r) for r in self.execute(text, params, binary=binary).fetchall()]
 
     def one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         found = self.rows(text, params)
