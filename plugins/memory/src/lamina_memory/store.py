@@ -3,8 +3,8 @@ created on first use, or PostgreSQL with pgvector at scale), and how a URL picks
 
 A store holds the five kinds of memory and answers the few reads retrieval needs. On SQLite,
 retrieval works on an in-memory ``Snapshot`` rebuilt only when the store's ``version`` moves;
-on PostgreSQL the store searches the chunks itself (``pgsearch``: BM25 over a GIN-indexed
-``tsvector``, pgvector's HNSW index) and the snapshot holds no chunk.
+on PostgreSQL the store searches the chunks itself (``pgsearch``: BM25 from impact-ordered
+postings, pgvector's HNSW index) and the snapshot holds no chunk.
 """
 
 from __future__ import annotations
@@ -337,8 +337,8 @@ class SQLStore:
             return search.around(seqs, reach, who=who, since=since, exclude=exclude)
 
     def reindex(self, progress: Progress | None = None) -> int:
-        """Analyse every chunk's text again and count the terms again (PostgreSQL), then
-        rebuild the full-text and vector indexes; returns how many chunks."""
+        """Analyse every chunk's text again, count the terms and write the postings again
+        (PostgreSQL), then rebuild the chunk table's indexes; returns how many chunks."""
         search = self._searcher()
         with self.db.write():
             self.db.execute(f"LOCK TABLE {self.rows.meta} IN EXCLUSIVE MODE")
