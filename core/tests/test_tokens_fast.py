@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lamina import encodings, small_counter
-from lamina.blank_runs import _BLANKS
+from lamina.blank_runs import BLANKS
 from lamina.small_counter import load_small
 from lamina.tokens import ORDINARY_LIMIT, TiktokenTokenizer, load_encoding, load_fast
 
@@ -67,7 +67,7 @@ EMOJI = [
 def hostile() -> Iterator[str]:
     yield from ("", " ", "\n", "\r\n", "\x00", "\ufeffBOM", "<|endoftext|>", "<|fim_prefix|>x")
     yield from EMOJI
-    for blank in [*_BLANKS.replace("\u2000-\u200a", ""), "\u2005", "\r", "\n", "\r\n"]:
+    for blank in [*BLANKS.replace("\u2000-\u200a", ""), "\u2005", "\r", "\n", "\r\n"]:
         for n in (1, 2, 3, 7, 64, 257, 4095, 4096, 4097, 20_000):
             run = blank * n
             yield run

@@ -7,7 +7,7 @@ import functools
 import re
 from collections.abc import Callable
 
-__all__ = ["BLANK_RUN", "Segment", "cut_blank_runs"]
+__all__ = ["BLANKS", "BLANK_RUN", "CUTTABLE", "Segment", "cut_blank_runs"]
 
 # -- text tiktoken's regex cannot split -------------------------------------------------------
 # A run of about a million blanks overflows the backtracking of the patterns' ``\s+(?!\S)``
@@ -21,13 +21,14 @@ __all__ = ["BLANK_RUN", "Segment", "cut_blank_runs"]
 # piece before still ends at that newline; text[b-1:] is matched as from a fresh start (no
 # look-behind). So text[:a], the piece and text[b-1:] encoded apart give tiktoken's tokens.
 
-#: Unicode White_Space without CR and LF, the blanks of the patterns' ``\s``.
-_BLANKS = "\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+#: Unicode White_Space without CR and LF, the blanks of the patterns' ``\s``, as the inside
+#: of a regular expression's character class (``\u2000-\u200a`` is a range).
+BLANKS = "\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 #: Runs of blanks at least this long are cut out when tiktoken cannot encode a text.
 BLANK_RUN = 4096
 #: sha256 of each pattern the reasoning above holds for, and whether a run ending the text
 #: is a piece of its own.
-_CUTTABLE = {
+CUTTABLE = {
     "2d1b8dc11e89af71459b36004f698ab3693f59fd84f63e8ec2b49564ab857420": True,  # o200k_base
     "f021c3d976978e62ee64cdad150cc3405c2e3d6e3b40407850bb9e8d9eb65899": False,  # cl100k_base
 }
@@ -37,7 +38,7 @@ Segment = list[int] | bytes
 
 @functools.cache
 def _blank_runs(run: int) -> re.Pattern[str]:
-    return re.compile(f"(?<![{_BLANKS}])[{_BLANKS}]{{{max(run, 2)},}}")
+    return re.compile(f"(?<![{BLANKS}])[{BLANKS}]{{{max(run, 2)},}}")
 
 
 def cut_blank_runs(

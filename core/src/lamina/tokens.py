@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import define, field, validators
 
-from lamina.blank_runs import _CUTTABLE, BLANK_RUN, Segment, cut_blank_runs
+from lamina.blank_runs import BLANK_RUN, CUTTABLE, Segment, cut_blank_runs
 from lamina.encodings import (
     CACHE_HASHES,
     ENCODING_HASHES,
@@ -215,13 +215,13 @@ class TiktokenTokenizer:
             return self._segments(_SURROGATE.sub("\ufffd", text))
         except ValueError:
             pattern = hashlib.sha256(self._enc._pat_str.encode()).hexdigest()
-            if pattern not in _CUTTABLE:
+            if pattern not in CUTTABLE:
                 return [self._encode_or_bytes(text)]
             return cut_blank_runs(
                 text,
                 self._encode_or_bytes,
                 self._piece,
-                at_end=_CUTTABLE[pattern],
+                at_end=CUTTABLE[pattern],
             )
 
     def _ids(self, text: str) -> list[int]:
