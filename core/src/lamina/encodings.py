@@ -36,6 +36,7 @@ __all__ = [
     "encoding_for_model",
     "load_encoding",
     "load_fast",
+    "load_ranks",
     "write_atomically",
 ]
 
@@ -204,7 +205,7 @@ def write_atomically(path: Path, data: bytes) -> None:
                 os.unlink(temporary)
 
 
-def _ranks(name: str) -> dict[bytes, int]:
+def load_ranks(name: str) -> dict[bytes, int]:
     """The mergeable ranks of ``name``: from the verified cache, else parsed from the bundled
     file (and cached for the next start)."""
     path = _cache_path(name)
@@ -229,7 +230,7 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     import tiktoken
     import tiktoken_ext.openai_public as openai_public  # type: ignore[import-untyped]
 
-    ranks = _ranks(name)
+    ranks = load_ranks(name)
 
     def loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         if expected_hash != ENCODING_HASHES[name]:

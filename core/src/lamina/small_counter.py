@@ -314,7 +314,7 @@ def load_small(name: str) -> SmallCounter | None:
     is no cache directory, ``regex`` or tiktoken is a version not in ``SMALL_VERSIONS``, or
     the table cannot be built. The table is read from the cache, else built from the verified
     ranks and stored for the next start."""
-    from lamina.encodings import _ranks, cache_dir, write_atomically
+    from lamina.encodings import cache_dir, load_ranks, write_atomically
 
     digest = TABLE_HASHES.get(name)
     root = cache_dir()
@@ -331,7 +331,7 @@ def load_small(name: str) -> SmallCounter | None:
     mapped = _mapped(path, digest)
     if mapped is not None:
         return SmallCounter(name, mapped)
-    data = table_bytes(name, _ranks(name))
+    data = table_bytes(name, load_ranks(name))
     if data is None or hashlib.sha256(data).hexdigest() != digest:
         return None
     write_atomically(path, data)
