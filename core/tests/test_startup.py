@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from lamina.small_counter import proven_versions
+
 HELP = (
     "import sys; from lamina import cli; sys.argv=['lamina','--help']\n"
     "try:\n  cli.main()\nexcept SystemExit: pass\n"
@@ -111,19 +113,8 @@ def test_assemble_leaves_what_only_commands_and_services_need(tmp_path):
             assert f"'{name}'" not in loaded, (name, loaded)
 
 
-def _small_counter_proven() -> bool:
-    """Whether the installed ``regex`` and tiktoken are versions the small-text counter was
-    proven with (with others it declines, and tiktoken is built: slower, still exact)."""
-    import regex
-    import tiktoken
-
-    from lamina.small_counter import SMALL_VERSIONS
-
-    return (regex.__version__, tiktoken.__version__) in SMALL_VERSIONS
-
-
 @pytest.mark.skipif(
-    not _small_counter_proven(), reason="regex or tiktoken is not a version the counter proved"
+    not proven_versions(), reason="regex or tiktoken is not a version the counter proved"
 )
 def test_assemble_counts_without_building_tiktoken(tmp_path):
     """A start that counts a few thousand tokens counts them with the small-text counter:

@@ -15,21 +15,13 @@ import lamina.encodings
 import lamina.small_counter
 import lamina.tokens
 from lamina.encodings import load_encoding
-from lamina.small_counter import SMALL_VERSIONS, TABLE_HASHES, load_small, table_bytes
+from lamina.small_counter import TABLE_HASHES, load_small, proven_versions, table_bytes
 from lamina.tokens import SMALL_UNTIL, TiktokenTokenizer
-
-
-def _proven() -> bool:
-    import regex
-    import tiktoken
-
-    return (regex.__version__, tiktoken.__version__) in SMALL_VERSIONS
-
 
 #: The counter runs only with the versions it was proven with (a newer ``regex`` release
 #: turns it off until test_tokens_fast.py proves it again and ``SMALL_VERSIONS`` lists it).
 needs_proven = pytest.mark.skipif(
-    not _proven(), reason="regex or tiktoken is not a version the counter was proven with"
+    not proven_versions(), reason="regex or tiktoken is not a version the counter was proven with"
 )
 
 TEXT = "Small counts, same tokens: naïve café 日本語 🦜 <|endoftext|> it's"

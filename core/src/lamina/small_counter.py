@@ -41,6 +41,7 @@ __all__ = [
     "TABLE_HASHES",
     "SmallCounter",
     "load_small",
+    "proven_versions",
     "table_bytes",
 ]
 
@@ -308,6 +309,17 @@ def _mapped(path: Path, digest: str) -> mmap.mmap | None:
     return mapped
 
 
+def proven_versions() -> bool:
+    """Whether the installed ``regex`` and tiktoken are a pair in ``SMALL_VERSIONS`` (with
+    others the counter is not loaded: tiktoken counts, slower and as exact)."""
+    try:
+        import regex  # type: ignore[import-untyped, unused-ignore]
+        import tiktoken
+    except ImportError:
+        return False
+    return (regex.__version__, tiktoken.__version__) in SMALL_VERSIONS
+
+
 @functools.cache
 def load_small(name: str) -> SmallCounter | None:
     """The small-text counter of encoding ``name``, or ``None`` (tiktoken counts): when there
@@ -318,14 +330,7 @@ def load_small(name: str) -> SmallCounter | None:
 
     digest = TABLE_HASHES.get(name)
     root = cache_dir()
-    if not digest or root is None:
-        return None
-    try:
-        import regex  # type: ignore[import-untyped, unused-ignore]
-        import tiktoken
-    except ImportError:
-        return None
-    if (regex.__version__, tiktoken.__version__) not in SMALL_VERSIONS:
+    if not digest or root is None or not proven_versions():
         return None
     path = _table_path(root, name)
     mapped = _mapped(path, digest)
