@@ -189,7 +189,7 @@ def _block(data: Any, indent: int, lines: list[str]) -> bool:
     needs ruamel."""
     pad = " " * indent
     for key, value in data.items():
-        if type(key) is not str or _scalar(key) != key:
+        if type(key) is not str or _scalar(key) is None:
             return False
         if type(value) is dict and value:
             lines.append(f"{pad}{key}:")
@@ -200,8 +200,8 @@ def _block(data: Any, indent: int, lines: list[str]) -> bool:
             if not _items(value, indent, lines):
                 return False
         else:
-            text = "{}" if value == {} else "[]" if value == [] else _scalar(value)
-            if text is None or type(value) not in _KINDS:
+            text = "{}" if type(value) is dict else "[]" if type(value) is list else _scalar(value)
+            if text is None:
                 return False
             lines.append(f"{pad}{key}: {text}")
     return True
@@ -216,14 +216,12 @@ def _items(data: list[Any], indent: int, lines: list[str]) -> bool:
                 return False
             lines[start] = f"{pad}- {lines[start][indent + 2 :]}"
         else:
-            text = "{}" if value == {} else _scalar(value)
-            if text is None or type(value) not in _KINDS or type(value) is list:
+            text = "{}" if type(value) is dict else _scalar(value)
+            if text is None:  # a list in a list too
                 return False
             lines.append(f"{pad}- {text}")
     return True
 
-
-_KINDS = frozenset({dict, list, str, int, float, bool, type(None)})
 
 #: Characters a YAML reader may fold, drop or treat as a line break: written as escapes.
 _ESCAPED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
