@@ -120,7 +120,9 @@ class Database:
     def rows(
         self, text: str, params: Sequence[Any] = (), *, binary: bool = False
     ) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.execute(text, params, binary=binary).fetchall()]
+        # Without binary, execute is called as before it took the flag (tests spy on it).
+        cur = self.execute(text, params, binary=True) if binary else self.execute(text, params)
+        return [tuple(r) for r in cur.fetchall()]
 
     def one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         found = self.rows(text, params)
