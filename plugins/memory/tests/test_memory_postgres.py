@@ -175,3 +175,21 @@ def test_vectors_travel_in_binary(db_url: str, monkeypatch: pytest.MonkeyPatch) 
     assert not [p for _, p in sent for x in p if isinstance(x, str) and x.startswith("[0.25")]
     assert store.chunks()[0].embedding == (0.25, 0.5, 1.0)
     store.close()
+
+
+def test_a_lost_connection_is_a_clear_error_on_every_read(db_url: str) -> None:
+    """The one-statement reads (version, count, dimension) report a dropped connection as
+    the transactions do: a MemoryStoreError naming the store."""
+    import psycopg
+
+    store = open_store(db_url)
+    store.add([Chunk(id="c1", text="alpha", embedding=(1.0, 0.0))])
+    assert (store.version(), store.count(), store.embedding_dim()) == (1, 1, 2)
+    pid = store.db.one("SELECT pg_backend_pid()")
+    assert pid is not None
+    with psycopg.connect(db_url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", (pid[0],))
+    for read in (store.version, store.count, store.embedding_dim, store.chunks):
+        with pytest.raises(MemoryStoreError, match=r"memory store 'postgresql://"):
+            read()
+    store.close()

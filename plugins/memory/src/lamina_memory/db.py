@@ -128,6 +128,16 @@ class Database:
         found = self.rows(text, params)
         return found[0] if found else None
 
+    def read_one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """``one`` outside ``read()``: a single statement sees one snapshot by itself, so no
+        transaction is opened around it (one round trip on PostgreSQL, where ``read()`` adds
+        two); a driver error is reported as ``read()`` reports it."""
+        with self.lock:
+            try:
+                return self.one(text, params)
+            except db_errors() as exc:
+                raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
+
     # -- transactions --------------------------------------------------------------------
 
     @contextmanager

@@ -52,10 +52,6 @@ class ChunkReads:
     def _meta(self, key: str) -> str | None:
         return self._metas(key).get(key)
 
-    def count(self) -> int:
-        """How many chunks the store holds (from the totals, not a scan)."""
-        return int(self._meta("bm25_docs") or 0)
-
     def _filters(
         self, who: frozenset[str], since: datetime | None, exclude: frozenset[str]
     ) -> tuple[str, list[Any]]:

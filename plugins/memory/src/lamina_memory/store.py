@@ -155,8 +155,10 @@ class SQLStore:
             "vector_cosine_ops)"
         )
 
-    def _meta(self, key: str) -> str | None:
-        row = self.db.one(f"SELECT value FROM {self.rows.meta} WHERE key = ?", (key,))
+    def _meta(self, key: str, *, alone: bool = False) -> str | None:
+        """A meta value; ``alone``: read by itself, outside any transaction (``read_one``)."""
+        sql = f"SELECT value FROM {self.rows.meta} WHERE key = ?"
+        row = self.db.read_one(sql, (key,)) if alone else self.db.one(sql, (key,))
         return None if row is None else str(row[0])
 
     def _set_meta(self, key: str, value: str) -> None:
@@ -167,13 +169,11 @@ class SQLStore:
         )
 
     def version(self) -> int:
-        with self.db.read():
-            return int(self._meta("version") or 0)
+        return int(self._meta("version", alone=True) or 0)
 
     def embedding_dim(self) -> int | None:
-        with self.db.read():
-            v = self._meta("dim")
-            return None if v is None else int(v)
+        v = self._meta("dim", alone=True)
+        return None if v is None else int(v)
 
     def add(self, memories: Iterable[Memory]) -> int:
         """Insert or replace memories (by id) in one transaction; returns how many."""
@@ -183,8 +183,7 @@ class SQLStore:
 
     def mark(self, key: str) -> str | None:
         """A bookmark kept beside the memories (an import's progress), or None."""
-        with self.db.read():
-            return self._meta(f"mark:{key}")
+        return self._meta(f"mark:{key}", alone=True)
 
     def put_mark(self, key: str, value: str) -> None:
         """Keep a bookmark (task frames) without moving the version: no memory changed."""
@@ -277,12 +276,11 @@ class SQLStore:
             return self._read("pattern")
 
     def count(self) -> int:
-        """How many chunks the store holds."""
-        with self.db.read():
-            if self.search is not None:
-                return self.search.count()
-            found = self.db.one(f"SELECT count(*) FROM {self.rows.table('chunk')}")
-            return int(found[0]) if found else 0
+        """How many chunks the store holds (PostgreSQL: from the BM25 totals, not a scan)."""
+        if self.search is not None:
+            return int(self._meta("bm25_docs", alone=True) or 0)
+        found = self.db.read_one(f"SELECT count(*) FROM {self.rows.table('chunk')}")
+        return int(found[0]) if found else 0
 
     def _searcher(self) -> ChunkSearch:
         if self.search is None:
