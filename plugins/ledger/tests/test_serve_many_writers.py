@@ -34,6 +34,10 @@ THREADS, STEPS = 2, 12
 #: also compacts before assembling (proactive compaction) while the others write and compact.
 BUDGET = 1500
 SESSION = "shared"
+#: Turns the agents record between two of the compactor's compactions: enough for the history
+#: to outgrow ``BUDGET`` again in between, so proactive compactions happen however the
+#: processes are scheduled (a compactor looping flat out could keep the history under it).
+PACE = 10
 
 
 class Client:
@@ -107,13 +111,14 @@ def text(role: str, value: str) -> dict[str, Any]:
     return {"role": role, "content": [{"type": "text", "text": value}]}
 
 
-def agent(url: str, name: str) -> list[tuple[str, str]]:
+def agent(url: str, name: str, landed: threading.Semaphore) -> list[tuple[str, str]]:
     """One host's agent loop on the shared session: assemble, then record the model's turn.
 
     Even steps record a whole exchange (the user's message, a tool call, its result, the
     answer); odd steps record the call alone and the next step starts with its result, so
     other writers' turns (and compactions) land between a call and its result. Returns the
-    acknowledged ``(turn id, marker)`` pairs in the order acknowledged."""
+    acknowledged ``(turn id, marker)`` pairs in the order acknowledged; ``landed`` is released
+    once per acknowledged turn."""
     client, acked = Client(url), []
     pending: dict[str, Any] | None = None  # a tool result owed to the next step
     try:
@@ -145,18 +150,23 @@ def agent(url: str, name: str) -> list[tuple[str, str]]:
             status, done = client.call("POST", f"/v1/sessions/{SESSION}/turns", turn)
             assert status == 201, done
             acked.append((done["turn_id"], marker))
+            landed.release()
     finally:
         client.close()
     return acked
 
 
-def compactor(url: str, writing: threading.Event) -> dict[str, int]:
-    """Compact the shared session again and again while the agents write; the compactions
-    acknowledged, each with the number of turns it summarized."""
+def compactor(url: str, writing: threading.Event, landed: threading.Semaphore) -> dict[str, int]:
+    """Compact the shared session again and again while the agents write, after every
+    ``PACE`` turns they record; the compactions acknowledged, each with the number of turns it
+    summarized."""
     client, made, tries = Client(url), {}, 0
     try:
         while writing.is_set() or (not made and tries < 3):  # retried if none made yet
             tries += 0 if writing.is_set() else 1
+            waited = 0
+            while waited < PACE and writing.is_set():  # PACE more turns, or the agents are done
+                waited += landed.acquire(timeout=0.05)
             body = {"target": 0.2, "max_tokens": 3000, "trigger": "manual"}
             status, outcome = client.call("POST", f"/v1/sessions/{SESSION}/compact", body)
             if status == 404:  # no agent has created the session yet
@@ -171,15 +181,15 @@ def compactor(url: str, writing: threading.Event) -> dict[str, int]:
 
 def run_hosts(urls: list[str]) -> tuple[list[list[tuple[str, str]]], dict[str, int]]:
     """Every process gets ``THREADS`` agents; the first also compacts while they write."""
-    writing = threading.Event()
+    writing, landed = threading.Event(), threading.Semaphore(0)
     writing.set()
     with ThreadPoolExecutor(len(urls) * THREADS + 1) as pool:
         agents = [
-            pool.submit(agent, url, f"p{p}t{t}")
+            pool.submit(agent, url, f"p{p}t{t}", landed)
             for p, url in enumerate(urls)
             for t in range(THREADS)
         ]
-        compactions = pool.submit(compactor, urls[0], writing)
+        compactions = pool.submit(compactor, urls[0], writing, landed)
         try:
             acked = [a.result(timeout=120) for a in agents]
         finally:
