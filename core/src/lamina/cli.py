@@ -331,8 +331,13 @@ def run() -> NoReturn:
     ends without the interpreter's teardown (freeing every module and a tokenizer's ranks
     takes about a tenth of a second), through ``_end``.
 
-    Library callers (tests, embedding code) call ``main()``, which only raises ``SystemExit``.
+    Generated code (attrs' and cattrs' methods) is compiled once and kept in Lamina's cache
+    directory (``lamina._compiled``). Library callers (tests, embedding code) call ``main()``,
+    which does neither and only raises ``SystemExit``.
     """
+    from lamina._compiled import install
+
+    install()
     try:
         main()
     except SystemExit as exc:
