@@ -12,7 +12,6 @@ import importlib
 import os
 import warnings
 from collections.abc import Sequence
-from importlib import metadata
 from typing import Any
 
 import pluggy
@@ -21,6 +20,7 @@ from attrs import frozen
 from lamina.config import LaminaConfig
 from lamina.errors import LaminaWarning, PluginError
 from lamina.log import get_logger
+from lamina.plugins._installed import Installed, installed
 from lamina.plugins._manager import LaminaPluginManager
 from lamina.plugins._registry import COLLECTIONS, Registry, build_registry, named
 from lamina.plugins._settings import load_settings
@@ -85,9 +85,10 @@ class PluginHost:
         self._known: set[str] = set()
         self._failed: set[str] = set()
         self._allowed = _env_allow_list()
-        self._register_builtins()
+        found = installed(ENTRY_POINT_GROUP, KERNEL_DISTRIBUTION)
+        self._register_builtins(found.kernel_version)
         if entry_points:
-            self._load_entry_points()
+            self._load_entry_points(found)
         for name, plugin in extra:
             self._register(
                 name, plugin, distribution="(registered by host)", version="", builtin=False
@@ -107,8 +108,7 @@ class PluginHost:
             return False
         return distribution is None or cfg.enable is None or bool(names & set(cfg.enable))
 
-    def _register_builtins(self) -> None:
-        version = _version(KERNEL_DISTRIBUTION)
+    def _register_builtins(self, version: str) -> None:
         for name, module in BUILTINS:
             self._known.add(name)
             if not self._enabled(name, None):
@@ -124,11 +124,12 @@ class PluginHost:
                 name, plugin, distribution=KERNEL_DISTRIBUTION, version=version, builtin=True
             )
 
-    def _load_entry_points(self) -> None:
+    def _load_entry_points(self, found: Installed) -> None:
+        """The group's entry points (``lamina.plugins._installed``: cached until what is
+        installed changes), sorted by name."""
         seen: dict[str, str] = {}
-        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            dist = ep.dist.name if ep.dist else "(unknown distribution)"
-            version = ep.dist.version if ep.dist else ""
+        for ep in found.entry_points:
+            dist, version = ep.distribution, ep.version
             if ep.name in seen and seen[ep.name] != dist:
                 raise PluginError(
                     f"is provided by two distributions: {seen[ep.name]} and {dist}", plugin=ep.name
@@ -244,10 +245,3 @@ def _env_allow_list() -> set[str] | None:
     if raw is None:
         return None
     return {n.strip() for n in raw.split(",") if n.strip()}
-
-
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return ""
