@@ -118,6 +118,8 @@ def _cache_files(root: Path) -> list[Path]:
         b"{not json",
         b"[]",
         json.dumps({"format": 1, "fingerprint": "x", "kernel_version": 1}).encode(),
+        json.dumps({"format": 2, "entries": "x"}).encode(),
+        json.dumps({"format": 2, "entries": [1, None, {"fingerprint": []}]}).encode(),
     ],
 )
 def test_a_damaged_cache_is_ignored_and_written_again(site, tmp_path, monkeypatch, damage):
@@ -138,9 +140,30 @@ def test_a_forged_entry_with_the_right_fingerprint_but_wrong_types_is_refused(
     want = installed("lamina", "lamina")
     (path,) = _cache_files(tmp_path / "cache")
     data = json.loads(path.read_text())
-    data["entry_points"] = [["one", 1, "lamina-one", "1.0"]]
+    data["entries"][0]["entry_points"] = [["one", 1, "lamina-one", "1.0"]]
     path.write_text(json.dumps(data))
     assert installed("lamina", "lamina") == want
+
+
+def test_the_answers_for_a_few_sys_paths_are_kept_side_by_side(site, tmp_path, monkeypatch):
+    """``lamina`` and ``python -m lamina`` (the current folder first on ``sys.path``) do not
+    throw each other's answer away."""
+    install(site, "lamina-one", {"one": "one_plugin"})
+    calls = asked(monkeypatch)
+    before = names()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names()
+    sys.path.remove(str(tmp_path))
+    assert names() == before
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names()
+    assert calls == ["lamina", "lamina"]
+    for n in range(_installed.KEPT + 2):  # older answers make way for newer ones
+        (tmp_path / f"p{n}").mkdir()
+        monkeypatch.syspath_prepend(str(tmp_path / f"p{n}"))
+        names()
+    (path,) = _cache_files(tmp_path / "cache")
+    assert len(json.loads(path.read_text())["entries"]) == _installed.KEPT
 
 
 def test_without_a_writable_cache_every_start_asks(site, tmp_path, monkeypatch):

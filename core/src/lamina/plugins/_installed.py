@@ -3,8 +3,8 @@ read through a cache so a start need not import ``importlib.metadata`` (about 20
 email, zipfile and csv imports and the search of every distribution).
 
 The cache file in Lamina's cache directory (``plugins/entry-points-<hash>.json``, one per
-interpreter and group)
-holds what ``importlib.metadata`` answered and the fingerprint of what that answer depends on:
+interpreter and group) holds the last few answers of ``importlib.metadata`` (``KEPT``), each
+with the fingerprint of what it depends on:
 each ``sys.path`` entry and, in the order ``importlib.metadata`` finds them there, each
 ``*.dist-info`` / ``*.egg-info`` with the size, modification time and inode of itself, its
 ``entry_points.txt`` and its ``METADATA`` / ``PKG-INFO`` (read with ``os.scandir`` and
@@ -32,7 +32,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 #: Bumped whenever the file's layout changes.
-FORMAT = 1
+FORMAT = 2
+#: Answers kept per interpreter: one per ``sys.path`` in use (``lamina``, ``python -m lamina``
+#: from a few folders, a test's own), the most recent first.
+KEPT = 8
 #: ``importlib.metadata.EntryPoint``'s reading of a value: ``module[:attr.attr][ [extras]]``.
 _VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
 _METADATA_FILES = ("entry_points.txt", "METADATA", "PKG-INFO")
@@ -73,10 +76,11 @@ def installed(group: str, kernel: str) -> Installed:
     if path is None or not _standard_finders():
         return _ask(group, kernel)
     fingerprint = _fingerprint(group, kernel)
-    found = _read(path, fingerprint)
+    entries = _entries(path)
+    found = _find(entries, fingerprint)
     if found is None:
         found = _ask(group, kernel)
-        _write(path, fingerprint, found)
+        _write(path, fingerprint, found, entries)
     return found
 
 
@@ -163,32 +167,56 @@ def _stat(path: str) -> str:
     return f"{st.st_size} {st.st_mtime_ns} {st.st_ino}"
 
 
-def _read(path: Path, fingerprint: str) -> Installed | None:
-    """The cached answer when the file is whole and its fingerprint matches."""
+def _entries(path: Path) -> list[Any]:
+    """The file's answers, most recent first (none when it is missing or damaged)."""
     try:
         data = json.loads(path.read_bytes())
-        if data["format"] != FORMAT or data["fingerprint"] != fingerprint:
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return []
+    entries = data.get("entries")
+    return entries if isinstance(entries, list) else []
+
+
+def _find(entries: list[Any], fingerprint: str) -> Installed | None:
+    """The answer stored under ``fingerprint``, when it is whole."""
+    for entry in entries:
+        try:
+            if entry["fingerprint"] != fingerprint:
+                continue
+            points = tuple(
+                EntryPoint(name=name, value=value, distribution=dist, version=version)
+                for name, value, dist, version in entry["entry_points"]
+            )
+            kernel = entry["kernel_version"]
+        except (ValueError, TypeError, KeyError):
             return None
-        points = tuple(
-            EntryPoint(name=name, value=value, distribution=dist, version=version)
-            for name, value, dist, version in data["entry_points"]
-        )
-        kernel = data["kernel_version"]
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    fields = [kernel, *(f for p in points for f in (p.name, p.value, p.distribution, p.version))]
-    if not all(type(f) is str for f in fields):
-        return None
-    return Installed(entry_points=points, kernel_version=kernel)
+        fields = [
+            kernel,
+            *(f for p in points for f in (p.name, p.value, p.distribution, p.version)),
+        ]
+        if not all(type(f) is str for f in fields):
+            return None
+        return Installed(entry_points=points, kernel_version=kernel)
+    return None
 
 
-def _write(path: Path, fingerprint: str, found: Installed) -> None:
+def _write(path: Path, fingerprint: str, found: Installed, entries: list[Any]) -> None:
+    """Store ``found`` first, then the other answers still kept (``KEPT`` in all)."""
     from lamina.encodings import write_atomically
 
-    data = {
-        "format": FORMAT,
+    entry = {
         "fingerprint": fingerprint,
         "kernel_version": found.kernel_version,
         "entry_points": [[p.name, p.value, p.distribution, p.version] for p in found.entry_points],
     }
+    others = [
+        e
+        for e in entries
+        if isinstance(e, dict)
+        and isinstance(e.get("fingerprint"), str)
+        and e["fingerprint"] != fingerprint
+    ]
+    data = {"format": FORMAT, "entries": [entry, *others][:KEPT]}
     write_atomically(path, json.dumps(data, indent=1).encode())
