@@ -160,11 +160,21 @@ def parse_manifest(doc: Any, source: str) -> Manifest:
         )
     return Manifest(
         source=source,
-        protocol=protocol,
+        protocol=str(protocol),
         budget=budget,
         files=files,
-        metadata={str(k): v for k, v in metadata.items()},
+        metadata=_plain_metadata({str(k): v for k, v in metadata.items()}),
     )
+
+
+def _plain_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The metadata in plain types (as the cache gives it back), else as ruamel read it."""
+    from lamina_workspace.manifest_cache import NotPlain, plain
+
+    try:
+        return dict(plain(metadata))
+    except NotPlain:
+        return metadata
 
 
 def _budget(doc: Any, fail: Any) -> Budget | None:
@@ -273,11 +283,11 @@ def _files(doc: Any, fail: Any) -> tuple[FileEntry, ...]:
         seen[path] = i
         out.append(
             FileEntry(
-                path=path,
+                path=str(path),
                 priority=float(priority),
-                role=role,
+                role=str(role),  # type: ignore[arg-type]  # one of ROLES
                 truncate_strategy=str(strategy),
-                max_lines=max_lines,
+                max_lines=None if max_lines is None else int(max_lines),
                 line=_line(raw, index=i),
             )
         )
@@ -286,7 +296,11 @@ def _files(doc: Any, fail: Any) -> tuple[FileEntry, ...]:
 
 def read_manifest(root: Path, path: str) -> Manifest:
     """Read and validate the manifest ``path`` beneath ``root`` (opened as every workspace
-    file is: never through a symlink leading out, never more than ``MAX_MANIFEST_BYTES``)."""
+    file is: never through a symlink leading out, never more than ``MAX_MANIFEST_BYTES``).
+    The last valid reading of unchanged text comes from Lamina's cache directory
+    (``lamina_workspace.manifest_cache``) without parsing it again."""
+    from lamina_workspace import manifest_cache
+
     try:
         text = read_text(root, path, max_bytes=MAX_MANIFEST_BYTES).text
     except FileRefused as exc:
@@ -295,4 +309,13 @@ def read_manifest(root: Path, path: str) -> Manifest:
                 "working-set manifest not found", file=path, line=None, key=None
             ) from exc
         raise ManifestError(f"cannot read: {exc.reason}", file=path, line=None, key=None) from exc
-    return parse_manifest(load_document(text, path), path)
+    file = manifest_cache.cache_file()
+    if file is None:
+        return parse_manifest(load_document(text, path), path)
+    kept, where = manifest_cache.entries(file), manifest_cache.location(root, path)
+    key = manifest_cache.key(text, path)
+    found = manifest_cache.read(kept, where, key, path)
+    if found is None:
+        found = parse_manifest(load_document(text, path), path)
+        manifest_cache.write(file, kept, where, key, found)
+    return found
