@@ -5,9 +5,11 @@ byte what a fresh assembler gives."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from lamina import Block
+from lamina import Block, Chunked
 from lamina.assembly.state import Item
 from lamina.serde import to_json
 from lamina.testing import StaticProvider, make_assembler
@@ -53,7 +55,7 @@ def test_a_grown_history_renders_only_its_new_messages(
     warm.assemble(warm.request("q"))
     reads = Reads(Item.__dict__["memo_message"])
     monkeypatch.setattr(Item, "memo_message", reads)
-    for n in range(200, 240):  # more than report.CHUNKS turns
+    for n in range(200, 240):
         history = history + _turn(n)
         current["blocks"] = [*head, *history]
         reads.count = 0
@@ -198,6 +200,39 @@ def test_a_provider_that_changes_its_own_list_in_place_is_seen_each_time() -> No
         change()
         got = warm.assemble(warm.request("q"))
         fresh = make_assembler(config, plugins=[("f", StaticProvider(list(held)))])
+        assert _strip(got) == _strip(fresh.assemble(fresh.request("q")))
+        fresh.close()
+    warm.close()
+
+
+class Counted(Chunked[Block]):
+    """Counts the items read by iterating it whole (what a copy or a comparison item by
+    item does); slices of the new blocks do not count."""
+
+    reads = 0
+
+    def __iter__(self) -> Iterator[Block]:
+        for block in super().__iter__():
+            Counted.reads += 1
+            yield block
+
+
+def test_a_providers_chunked_blocks_that_grew_are_not_copied_or_compared() -> None:
+    """A provider that gives a ``Chunked`` grown from its last (as the ledger does) is taken
+    as it is: gather proves the old blocks unchanged from the shared chunks, so a request
+    reads only the new turn's blocks, and the context equals a fresh assembler's."""
+    current: dict[str, Chunked[Block]] = {
+        "blocks": Counted(b for n in range(300) for b in _turn(n))
+    }
+    config = {"model": "gpt-4o", "budget": {"max_tokens": 400_000}}
+    warm = make_assembler(config, plugins=[("f", StaticProvider(lambda ctx: current["blocks"]))])
+    warm.assemble(warm.request("q"))
+    for n in range(300, 320):
+        current["blocks"] = current["blocks"].grown(_turn(n))
+        Counted.reads = 0
+        got = warm.assemble(warm.request("q"))
+        assert Counted.reads == 0
+        fresh = make_assembler(config, plugins=[("f", StaticProvider(list(current["blocks"])))])
         assert _strip(got) == _strip(fresh.assemble(fresh.request("q")))
         fresh.close()
     warm.close()

@@ -103,6 +103,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
         BudgetUsage as BudgetUsage,
     )
     from lamina.model import (
+        Chunked as Chunked,
+    )
+    from lamina.model import (
         DroppedReport as DroppedReport,
     )
     from lamina.model import (
@@ -236,6 +239,7 @@ _EXPORTS: dict[str, str] = {
     "BlockTransform": "lamina.records",
     "BudgetError": "lamina.errors",
     "BudgetUsage": "lamina.model",
+    "Chunked": "lamina.model",
     "DroppedReport": "lamina.model",
     "CompactionOutcome": "lamina.records",
     "CompactionRequest": "lamina.records",

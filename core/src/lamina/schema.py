@@ -16,6 +16,7 @@ import json
 import re
 import sys
 import types
+from collections.abc import Sequence
 from typing import Any, Literal, Union, get_args, get_origin
 
 import attrs
@@ -150,7 +151,7 @@ def _type_schema(tp: Any, pending: list[type]) -> dict[str, Any]:
         return {"type": "string", **out} if kinds == {str} else out
     if origin in (Union, types.UnionType):
         return {"anyOf": [_type_schema(a, pending) for a in args]}
-    if origin in (tuple, list):
+    if origin in (tuple, list, Sequence):
         return {"type": "array", "items": _type_schema(args[0], pending)}
     if origin is dict:
         value = _type_schema(args[1], pending) if args else {}

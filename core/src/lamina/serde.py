@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar, get_args, get_origin
 
@@ -53,12 +54,12 @@ def _at_field(error: str) -> str:
 
 def _is_sequence(cls: Any) -> bool:
     origin: Any = get_origin(cls)
-    return origin is tuple or origin is list
+    return origin is tuple or origin is list or origin is Sequence
 
 
 def _strict_sequence(cls: Any) -> Any:
     """A list where a list is expected (a string is not split into characters); element
-    errors keep their index in the path."""
+    errors keep their index in the path. A ``Sequence`` field (immutable) gets a tuple."""
     origin, args = get_origin(cls), get_args(cls)
     if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
         raise TypeError(f"only homogeneous tuples are supported, not {cls!r}")
@@ -80,7 +81,7 @@ def _strict_sequence(cls: Any) -> Any:
                 errors.append(exc)
         if errors:
             raise IterableValidationError(f"While structuring {cls!r}", errors, cls)
-        return tuple(out) if origin is tuple else out
+        return out if origin is list else tuple(out)  # (an immutable Sequence: a tuple)
 
     return hook
 

@@ -8,6 +8,7 @@ import hashlib
 import shutil
 import tempfile
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.session import LedgerSession
 
-from lamina import Message, ToolCallPart, ToolResultPart
+from lamina import Chunked, Message, ToolCallPart, ToolResultPart
 from lamina.testing import make_assembler
 
 
@@ -48,6 +49,31 @@ def test_the_next_request_decodes_only_the_turn_appended_since(
         second = s.assemble(a.request("now"))
         assert s.ledger.decoded == before + 1
         assert second.history[:20] == first.history and len(second.history) == 24
+    a.close()
+
+
+def test_a_grown_sessions_context_shares_the_history_before_the_new_turn(
+    target: str, exchange: Callable[..., list[Message]]
+) -> None:
+    """The messages of the turns before are the previous context's own (``Chunked``): a
+    request copies the new turn, not the whole history (a fresh assembler gives the same)."""
+    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s:
+        s.start("s")
+        for i in range(5):
+            s.record_turn(a.request(f"q{i}"), exchange(i))
+        contexts = [s.assemble(a.request("now"))]
+        for i in range(5, 40):
+            s.record_turn(a.request(f"q{i}"), exchange(i))
+            contexts.append(s.assemble(a.request("now")))
+        for before, after in pairwise(contexts):
+            assert isinstance(after.history, Chunked) and isinstance(before.history, Chunked)
+            assert after.history.shares(before.history)
+            assert len(after.history) == len(before.history) + 4
+        fresh = make_assembler(config(target), plugins=[("ledger", plugin)])
+        with LedgerSession(fresh) as again:
+            assert again.assemble(fresh.request("now")).history == contexts[-1].history
+        fresh.close()
     a.close()
 
 

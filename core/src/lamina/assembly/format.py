@@ -13,6 +13,7 @@ from lamina.assembly.measure import Measurer
 from lamina.assembly.state import Formatted, InFlight, Item, order_key, total
 from lamina.errors import BudgetError
 from lamina.model.budget import BudgetUsage
+from lamina.model.chunked import Chunked
 from lamina.model.event_context import merge_context_json
 from lamina.model.messages import Message, Part, TextPart, ToolResultPart
 
@@ -96,12 +97,12 @@ def _start(system: str, before: str) -> Any:
 
 def _history(
     items: list[Item], memo: dict[str, Any] | None, head: tuple[str, str]
-) -> tuple[tuple[Message, ...], Any]:
+) -> tuple[Chunked[Message], Any]:
     """The kept history's messages and the stable prefix's hash fed with ``head`` (system
     prompt, before-history wrapper) and them: from ``memo`` when it has them for the same
     items, extended from its ``base`` (the memo of the history these items grew from: only
     the new items are looked at), else made item by item."""
-    messages: tuple[Message, ...] | None = None
+    messages: Chunked[Message] | None = None
     if memo is not None:
         messages = memo.get("messages")
         known = memo.get("prefix")
@@ -111,7 +112,7 @@ def _history(
         prefix = _start(*head)
         prefix.update(b"".join(map(_seal, items)))
     else:
-        start, before, prefix = 0, (), None
+        start, before, prefix = 0, None, None
         base = memo.get("base") if memo is not None else None
         if base is not None and base["n"] <= len(items) and base["prefix"][0] == head:
             start, before, prefix = base["n"], base["messages"], base["prefix"][1].copy()
@@ -125,7 +126,8 @@ def _history(
                 message, seal = _message(item)
                 made.append(message)
                 seals.append(seal)
-        messages = (*before, *made) if start else tuple(made)
+        # A grown history shares the chunks of the one it grew from (no copy of it).
+        messages = before.grown(made) if before is not None else Chunked(made)
         if prefix is None:
             prefix = _start(*head)
         prefix.update(b"".join(seals))
@@ -147,10 +149,10 @@ def render(
     after = _join(by_place.get("after_history", []), measurer)
     history = messages
     if before:
-        history = (Message.of("user", before), *history)
+        history = Chunked.joined([(Message.of("user", before),), history])
         wrappers.append(before)
     if after:
-        history = (*history, Message.of("user", after))
+        history = Chunked.joined([history, (Message.of("user", after),)])
         wrappers.append(after)
     event_items = by_place.get("event", [])
     extra: list[Part] = [

@@ -5,7 +5,7 @@ what was gathered."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
@@ -23,6 +23,7 @@ from lamina.config import LaminaConfig
 from lamina.errors import LaminaError, PluginError, ProviderError
 from lamina.log import get_logger
 from lamina.model.blocks import SESSION, Block, content_hash
+from lamina.model.chunked import Chunked
 from lamina.plugins import Attributed, Registry
 from lamina.records import BlockTransform, LayerProvider, LayerView, ProviderContext
 from lamina.wording import counted
@@ -72,7 +73,7 @@ class Gatherer:
         done: dict[int, Any] = {}  # the inline ones and those answered from memory
         for position, item in enumerate(providers):
             if item.record.from_memory is not None:
-                found: list[Block] | Exception | None
+                found: Sequence[Block] | Exception | None
                 try:
                     found = _from_memory(item.record, contexts[position])
                 except Exception as exc:  # handled below, as a pooled provider's would be
@@ -187,7 +188,7 @@ class Gatherer:
     def _check(
         self,
         provider: LayerProvider,
-        blocks: list[Block],
+        blocks: Sequence[Block],
         seen: list[tuple[str, set[str]]],
         memo: Checked | None,
     ) -> Checked | str:
@@ -197,15 +198,16 @@ class Gatherer:
         known = 0
         ids: set[str] = set()
         session = False
-        prior: list[Block] | None = None
+        prior: Sequence[Block] | None = None
         if memo is not None and len(blocks) == len(memo.blocks) and blocks == memo.blocks:
             clash = _clash(memo, seen)  # the same blocks: the memo's copy stands for them
             if clash is not None:
                 return clash
             memo.prior = memo.blocks
             return memo
-        # Copied first: nothing below reads the provider's list (it may change afterwards).
-        kept = list(blocks)
+        # Copied first: nothing below reads the provider's list (it may change afterwards);
+        # a ``Chunked`` cannot change, and one that grew from the last shares its chunks.
+        kept = blocks if isinstance(blocks, Chunked) else list(blocks)
         if memo is not None and len(kept) > len(memo.blocks) and starts_with(kept, memo.blocks):
             clash = _clash(memo, seen)
             if clash is not None:
@@ -245,13 +247,18 @@ def _clash(memo: Checked, seen: list[tuple[str, set[str]]]) -> str | None:
     return None
 
 
-def starts_with(blocks: list[Block], prefix: list[Block]) -> bool:
+def starts_with(blocks: Sequence[Block], prefix: Sequence[Block]) -> bool:
     """Whether ``blocks`` begins with ``prefix`` 's blocks (equal by ``==``), without copying
-    either list or touching the identical ones: ordering two lists looks for the first items
-    that are not equal, at C speed; blocks have no order, so comparing those raises
-    ``TypeError``; when there are none, the shorter list is the lesser."""
+    either or touching the identical ones: a ``Chunked`` that grew from ``prefix`` shares its
+    chunks; ordering two lists looks for the first items that are not equal, at C speed
+    (blocks have no order, so comparing those raises ``TypeError``; when there are none, the
+    shorter list is the lesser)."""
+    if isinstance(blocks, Chunked) and isinstance(prefix, Chunked):
+        return blocks.startswith(prefix)
+    whole = blocks if isinstance(blocks, list) else list(blocks)
+    start = prefix if isinstance(prefix, list) else list(prefix)
     try:
-        return prefix <= blocks
+        return start <= whole
     except TypeError:
         return False
 
@@ -281,20 +288,24 @@ def choose_history(state: InFlight, prefer: str, checked: dict[int, Checked]) ->
         state.history_source = ", ".join(sorted(sources))
 
 
-def _run_provider(provider: LayerProvider, ctx: ProviderContext) -> list[Block]:
+def _run_provider(provider: LayerProvider, ctx: ProviderContext) -> Sequence[Block]:
     """The provider's blocks as a list (its own list when it returns one: only read, and
-    only while this assembly runs; what is kept between calls is a copy)."""
-    blocks = provider.provide(ctx)
-    return blocks if type(blocks) is list else list(blocks)
+    only while this assembly runs; what is kept between calls is a copy), or its
+    ``Chunked`` (immutable: kept as it is)."""
+    return _listed(provider.provide(ctx))
 
 
-def _from_memory(provider: LayerProvider, ctx: ProviderContext) -> list[Block] | None:
+def _from_memory(provider: LayerProvider, ctx: ProviderContext) -> Sequence[Block] | None:
     """The provider's blocks from memory (``from_memory``), or ``None`` when it has none."""
     assert provider.from_memory is not None
     blocks = provider.from_memory(ctx)
-    if blocks is None:
-        return None
-    return blocks if type(blocks) is list else list(blocks)
+    return None if blocks is None else _listed(blocks)
+
+
+def _listed(blocks: Iterable[Block]) -> Sequence[Block]:
+    if type(blocks) is list or isinstance(blocks, Chunked):
+        return blocks
+    return list(blocks)
 
 
 def _failed(item: Attributed, what: str, exc: BaseException | None, warnings: list[str]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from attrs import define, field
@@ -206,7 +206,7 @@ class Run:
     items by layer order."""
 
     plugin: str
-    blocks: list[Block]
+    blocks: Sequence[Block]
     items: list[Item]
     buckets: dict[int, Bucket]
 
@@ -267,11 +267,11 @@ class Checked:
     """What gather found valid in one provider's blocks last time: the blocks, their ids and
     whether any is a session block."""
 
-    blocks: list[Block]
+    blocks: Sequence[Block]
     ids: set[str]
     session: bool
     #: The previous call's ``blocks`` when these start with them (found equal), else None.
-    prior: list[Block] | None = None
+    prior: Sequence[Block] | None = None
 
 
 @define(kw_only=True, eq=False)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from itertools import chain, pairwise
+from itertools import pairwise
 from typing import Any
 
 from attrs import evolve
 
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import ORIGINAL, TOKENS, Cut, InFlight, Item, order_key
+from lamina.model.chunked import Chunked
 from lamina.model.context import AssembledContext
 from lamina.model.event_context import merge_context_json
 from lamina.model.report import (
@@ -27,9 +28,6 @@ from lamina.model.report import (
 from lamina.model.request import Tool
 from lamina.records import Exclusion
 from lamina.serde import unstructure
-
-#: Chunks of kept history reports a memo holds before joining them into one.
-CHUNKS = 32
 
 
 def report(state: InFlight, rules: Rules, after_history_tokens: int) -> AssembledContext:
@@ -48,7 +46,7 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
     dropped = _dropped_reports(state, rules)
     exclusions = [_exclusion_report(x, plugin, rules) for x, plugin in state.exclusions]
     assembly_report = AssemblyReport(
-        blocks=tuple(chain.from_iterable([*listed, exclusions])),
+        blocks=Chunked.joined([*listed, exclusions]),
         layers=_layer_reports(state, dropped, rules),
         dropped=dropped,
         verbose=state.verbose,
@@ -100,20 +98,19 @@ def _kept_reports(
         if memo is not None and run is memo.get("live"):
             if "reports" not in memo:
                 memo["reports"] = _history_reports(run, memo.get("base"))
-            out += memo["reports"]
+            out.append(memo["reports"])
         else:
             out.append([_kept_report(i) for i in run])
     return out
 
 
-def _history_reports(run: list[Item], base: dict[str, Any] | None) -> list[list[BlockReport]]:
-    """The kept history's reports in chunks: those of the history it grew from (``base``)
-    and the new items' (joined into one chunk every ``CHUNKS``), so a session that grew by a
-    turn makes the turn's reports and copies no list of all of them."""
+def _history_reports(run: list[Item], base: dict[str, Any] | None) -> Chunked[BlockReport]:
+    """The kept history's reports: those of the history it grew from (``base``), shared,
+    then the new items', so a session that grew by a turn makes and copies only the turn's."""
     if base is None or base["reports"] is None or base["n"] > len(run):
-        return [[_kept_report(i) for i in run]]
-    chunks = [*base["reports"], [_kept_report(i) for i in run[base["n"] :]]]
-    return chunks if len(chunks) <= CHUNKS else [list(chain.from_iterable(chunks))]
+        return Chunked([_kept_report(i) for i in run])
+    grown: Chunked[BlockReport] = base["reports"].grown([_kept_report(i) for i in run[base["n"] :]])
+    return grown
 
 
 def _kept_report(item: Item) -> BlockReport:

@@ -177,11 +177,11 @@ class Gathered:
 
     key: int
     plugin: str
-    blocks: list[Block]
+    blocks: Sequence[Block]
     own: bool = False
-    prior: list[Block] | None = None
+    prior: Sequence[Block] | None = None
 
-    def replace(self, blocks: list[Block]) -> None:
+    def replace(self, blocks: Sequence[Block]) -> None:
         """The blocks are now ``blocks`` (gather's copies no longer stand for them)."""
         self.blocks, self.own, self.prior = blocks, False, None
 
@@ -191,7 +191,7 @@ class Formatted:
     """The three physical layers as text and messages, with the stable prefix's hash."""
 
     system_prompt: str
-    history: tuple[Message, ...]
+    history: Sequence[Message]
     current: Message
     wrappers: tuple[str, ...]
     after_history: str

@@ -13,6 +13,7 @@ from lamina.model.blocks import (
     content_hash,
 )
 from lamina.model.budget import BudgetUsage, TokenBudget
+from lamina.model.chunked import Chunked
 from lamina.model.context import AssembledContext
 from lamina.model.event_context import attachment_record, event_context
 from lamina.model.messages import (
@@ -62,6 +63,7 @@ __all__ = [
     "BlockReport",
     "BlockStatus",
     "BudgetUsage",
+    "Chunked",
     "DroppedReport",
     "Event",
     "ImagePart",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
@@ -21,10 +22,13 @@ class AssembledContext:
 
     ``system_context_json`` is the provenance of the system prompt (the Broker design's ``context_json``
     for the system message): the system blocks' ``provenance.metadata["context_json"]`` merged.
+
+    ``history`` is immutable: a tuple, or a ``Chunked`` whose chunks the next context of the
+    same session shares (equal to the tuple of the same messages; a slice of it is a tuple).
     """
 
     system_prompt: str
-    history: tuple[Message, ...]
+    history: Sequence[Message]
     current_message: Message
     tools: tuple[Tool, ...]
     model: str

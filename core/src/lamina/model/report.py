@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from attrs import field, frozen
@@ -82,10 +83,11 @@ class AssemblyReport:
     provider left out; blocks that fitting dropped are summed up per layer in ``dropped``, and
     listed in ``blocks`` too only when the report is ``verbose`` (``[report] verbose`` or
     ``assemble(..., verbose_report=True)``). All fields are deterministic for the same inputs
-    except ``timings_ms``.
+    except ``timings_ms``. ``blocks`` is immutable: a tuple, or a ``Chunked`` sharing the kept
+    history's reports with the session's next report.
     """
 
-    blocks: tuple[BlockReport, ...] = ()
+    blocks: Sequence[BlockReport] = ()
     layers: tuple[LayerReport, ...] = ()
     dropped: tuple[DroppedReport, ...] = ()
     verbose: bool = False

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from attrs import define, field
 
-from lamina import Block, ToolCallPart
+from lamina import Block, Chunked, ToolCallPart
 from lamina_ledger.records import History, Turn
 from lamina_ledger.rows import unanswered
 
@@ -20,6 +20,8 @@ from lamina_ledger.rows import unanswered
 SESSIONS = 256
 
 Key = tuple[str, str | None]
+
+_NONE: Chunked[Block] = Chunked()
 
 
 @define(kw_only=True)
@@ -31,8 +33,8 @@ class Entry:
     head: str | None
     history: History
     blocks: dict[tuple[str, str], tuple[Block, ...]] = field(factory=dict)
-    #: The whole block list by (plugin, summary key), with how many turns it covers.
-    flat: dict[tuple[str, str], tuple[int, list[Block]]] = field(factory=dict)
+    #: The whole block sequence by (plugin, summary key), with how many turns it covers.
+    flat: dict[tuple[str, str], tuple[int, Chunked[Block]]] = field(factory=dict)
     _calls: frozenset[str] | None = None
 
     def calls(self) -> frozenset[str]:
@@ -126,16 +128,16 @@ def cached_blocks(
     plugin: str,
     summary: tuple[str, Callable[[], Block | None]],
     make: Callable[[Turn], Sequence[Block]],
-) -> list[Block]:
+) -> Chunked[Block]:
     """The history's blocks, each turn's made once per plugin and kept on ``entry``;
     ``summary`` is the summary block's maker and what it depends on besides the compaction.
-    The whole list is kept too, and a history that grew is only appended to: callers get
-    that list itself, to read only (the kernel copies a provider's list before it reads it,
-    so a later append does not reach an assembly under way)."""
+    The whole sequence is kept too, immutable (a ``Chunked``): a history that grew gets one
+    that shares its chunks, so neither this nor the kernel copies the blocks before it."""
     turns = entry.history.turns
-    covered, out = entry.flat.get((plugin, summary[0]), (0, []))
+    covered, whole = entry.flat.get((plugin, summary[0]), (0, _NONE))
+    out: list[Block] = []
     if not covered:
-        out = []
+        whole = _NONE
         compaction = entry.history.compaction
         if compaction is not None:
             key = (plugin, f"{compaction.turn_id}\x00{summary[0]}")
@@ -150,5 +152,6 @@ def cached_blocks(
         if found is None:
             found = entry.blocks[key] = tuple(make(turn))
         out += found
-    entry.flat[(plugin, summary[0])] = (len(turns), out)
-    return out
+    whole = whole.grown(out)
+    entry.flat[(plugin, summary[0])] = (len(turns), whole)
+    return whole

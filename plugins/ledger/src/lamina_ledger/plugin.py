@@ -4,7 +4,7 @@ summarizer and the ``lamina ledger`` commands. Without a ``database`` it yields 
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ def _source(ctx: ProviderContext) -> tuple[LedgerSettings, str] | None:
     return settings, target
 
 
-def from_memory(ctx: ProviderContext) -> list[Block] | None:
+def from_memory(ctx: ProviderContext) -> Sequence[Block] | None:
     """``provide`` 's blocks when a ``LedgerSession`` on this thread has just read the
     session's history (``lamina_ledger.vouch``); else ``None``: ``provide`` reads."""
     source = _source(ctx)
@@ -63,7 +63,7 @@ def _makers(settings: LedgerSettings, plugin: str) -> dict[str, Any]:
     }
 
 
-def provide(ctx: ProviderContext) -> list[Block]:
+def provide(ctx: ProviderContext) -> Sequence[Block]:
     """The session's history from the ledger (summary, kept turns) as ``session`` blocks,
     read through a ledger kept open between requests (only what changed is read)."""
     source = _source(ctx)

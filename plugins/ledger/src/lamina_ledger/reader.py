@@ -120,7 +120,7 @@ class LedgerReader(Remembering):
         plugin: str,
         summary: tuple[str, Callable[[History], Block | None]],
         make: Callable[[Turn], Sequence[Block]],
-    ) -> list[Block]:
+    ) -> Sequence[Block]:
         """The history's blocks: each turn's ``make(turn)`` made once and remembered with the
         history; ``summary`` is the summary block's maker and the settings it depends on."""
         with self._failing(session, at_turn), self.db.read():

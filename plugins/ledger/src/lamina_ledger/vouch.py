@@ -101,7 +101,7 @@ def remembered(
     plugin: str,
     summary: tuple[str, Callable[[History], Block | None]],
     make: Callable[[Turn], Sequence[Block]],
-) -> list[Block] | None:
+) -> Sequence[Block] | None:
     """The blocks of the history this thread vouched for, when it is this one; else
     ``None``. Never waits: a ledger in use by another thread also gives ``None``."""
     found = _current()
