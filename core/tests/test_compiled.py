@@ -140,6 +140,63 @@ def test_a_changed_source_under_the_same_name_is_compiled_again(tmp_path):
     assert namespace["f"]() == 2 and second.misses == 1
 
 
+HASHED = """\
+def __hash__(self):
+        return hash((
+                {number},
+                self.x,
+            ))
+LIMIT = {other}
+"""
+
+
+def test_a_type_hash_shared_with_another_constant_is_never_replaced(tmp_path):
+    """When the stored number is also another constant of the code (the compiler shares
+    one), another number cannot be put in its place: the source is compiled."""
+    path = tmp_path / "code.marshal"
+    first = CompileCache(path)
+    first.compile(HASHED.format(number=5, other=5), "<generated C>", "exec")
+    first.save()
+    second = CompileCache(path)
+    code = second.compile(HASHED.format(number=6, other=5), "<generated C>", "exec")
+    assert second.misses == 1
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    assert namespace["LIMIT"] == 5 and 6 in namespace["__hash__"].__code__.co_consts
+
+
+def test_the_type_hash_is_put_where_it_was(tmp_path):
+    path = tmp_path / "code.marshal"
+    first = CompileCache(path)
+    first.compile(HASHED.format(number=-17, other=5), "<generated C>", "exec")
+    first.save()
+    (entry,) = marshal.loads(path.read_bytes()).values()
+    assert entry[1] == -17 and entry[2] is not None
+    second = CompileCache(path)
+    code = second.compile(HASHED.format(number=123456789, other=5), "<generated C>", "exec")
+    assert second.hits == 1
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+
+    class C:
+        x = 3
+
+    assert namespace["__hash__"](C()) == hash((123456789, 3)) and namespace["LIMIT"] == 5
+
+
+def test_a_damaged_place_is_compiled_again(tmp_path):
+    path = tmp_path / "code.marshal"
+    first = CompileCache(path)
+    first.compile(HASHED.format(number=-17, other=5), "<generated C>", "exec")
+    first.save()
+    ((key, (code, number, _)),) = marshal.loads(path.read_bytes()).items()
+    for where in [(99,), (0, 0, 0, 0), ()]:
+        path.write_bytes(marshal.dumps({key: (code, number, where)}))
+        again = CompileCache(path)
+        got = again.compile(HASHED.format(number=8, other=5), "<generated C>", "exec")
+        assert again.misses == 1 and 8 in got.co_consts[0].co_consts
+
+
 @pytest.mark.parametrize("damage", [b"", b"not marshal", marshal.dumps([1, 2]), b"\xff" * 64])
 def test_a_damaged_cache_is_ignored_and_written_again(tmp_path, damage):
     path = tmp_path / "code.marshal"

@@ -12,8 +12,8 @@ file named by the interpreter's bytecode version. The same source gives the same
 whether compiled or read back; other source (a changed class, another attrs) is another key.
 One number differs in every process: attrs' ``__hash__`` starts with a hash of the class's
 name (string hashing is randomized), so that number is keyed as 0 and put into the code read
-back in place of the stored one (only when it is found exactly once among the constants), which
-gives compile's code but for the column where that literal ends. A damaged or unreadable file
+back in the place the stored one has among the constants (kept only when it has exactly one),
+which gives compile's code but for the column where that literal ends. A damaged or unreadable file
 is ignored and written again; a cache directory that cannot be written leaves every
 compilation as it was. Like ``__pycache__``, the folder is trusted: it is the user's own.
 
@@ -57,8 +57,9 @@ class CompileCache:
         #: ``None``: ``cache_file`` of Lamina's cache directory, found on first use.
         self.path = path
         self._stored: dict[bytes, Any] | None = None
-        #: What this run compiled or read: key -> (code, the type hash it holds or None).
-        self.used: dict[bytes, tuple[CodeType, int | None]] = {}
+        #: What this run compiled or read: key -> (code, the type hash it holds or None,
+        #: where that number is among its constants, ``place``).
+        self.used: dict[bytes, Any] = {}
         self.hits = 0
         self.misses = 0
 
@@ -107,13 +108,15 @@ class CompileCache:
         key = _key(general, filename, flags, optimize)
         if self._stored is None:
             self._stored = self._load()
-        code = _code_for(self._stored.get(key), filename, number)
+        stored = self._stored.get(key)
+        code = _code_for(stored, filename, number)
         if code is None:
             code = _builtin_compile(source, filename, mode, flags, True, optimize)
             self.misses += 1
+            self.used[key] = (code, number, place(code, number))
         else:
             self.hits += 1
-        self.used[key] = (code, number)
+            self.used[key] = stored
         return code
 
     def save(self) -> None:
@@ -151,45 +154,62 @@ def _general(source: str) -> tuple[str, int | None]:
 
 def _code_for(stored: Any, filename: str, number: int | None) -> CodeType | None:
     """The stored code for ``filename`` holding ``number`` as its type hash, or ``None``."""
-    if type(stored) is not tuple or len(stored) != 2:
+    if type(stored) is not tuple or len(stored) != 3:
         return None
-    code, held = stored
+    code, held, where = stored
     if type(code) is not CodeType or code.co_filename != filename:
         return None
     if held == number:
         return code
-    if type(held) is not int or number is None:
+    if type(held) is not int or type(number) is not int or type(where) is not tuple:
         return None
-    return _swapped(code, held, number)
+    try:
+        swapped: CodeType = _put(code, where, held, number)
+    except (IndexError, TypeError, ValueError):
+        return None
+    return swapped
 
 
-def _swapped(code: CodeType, old: int, new: int) -> CodeType | None:
-    """``code`` with the constant ``old`` (found exactly once, in any nested code, alone or
-    in a folded tuple) made ``new``, which must appear nowhere: what compiling the source
+def place(code: CodeType, number: int | None) -> tuple[int, ...] | None:
+    """Where ``number`` is among ``code``'s constants, as indices through nested code and
+    folded tuples, when it is there exactly once (else ``None``: no other number can be put
+    in its place, as compiling would share a constant used twice)."""
+    if number is None:
+        return None
+    found: list[tuple[int, ...]] = []
+
+    def walk(k: Any, path: tuple[int, ...]) -> None:
+        if type(k) is int and k == number:
+            found.append(path)
+        elif type(k) is tuple:
+            for i, item in enumerate(k):
+                walk(item, (*path, i))
+        elif type(k) is CodeType:
+            for i, item in enumerate(k.co_consts):
+                walk(item, (*path, i))
+
+    walk(code, ())
+    return found[0] if len(found) == 1 else None
+
+
+def _put(k: Any, where: tuple[int, ...], old: int, new: int) -> Any:
+    """``k`` with the constant ``old`` at ``where`` made ``new``: what compiling the source
     with ``new`` gives, but for the column where that literal ends (a constant's load never
     raises, so no traceback shows it)."""
-    count = 0
-
-    def swap(k: Any) -> Any:
-        nonlocal count
-        if type(k) is int:
-            if k == old:
-                count += 1
-                return new
-            if k == new:
-                count += 2  # compiling would share it: not this code
-            return k
-        if type(k) is tuple:
-            items = tuple(swap(item) for item in k)
-            return items if any(a is not b for a, b in zip(items, k, strict=True)) else k
-        if type(k) is CodeType:
-            consts = tuple(swap(item) for item in k.co_consts)
-            changed = any(a is not b for a, b in zip(consts, k.co_consts, strict=True))
-            return k.replace(co_consts=consts) if changed else k
-        return k
-
-    swapped = swap(code)
-    return swapped if count == 1 else None
+    if not where:
+        if type(k) is not int or k != old:
+            raise ValueError("the stored number is not where it was stored")
+        return new
+    i, rest = where[0], where[1:]
+    if type(k) is CodeType:
+        consts = list(k.co_consts)
+        consts[i] = _put(consts[i], rest, old, new)
+        return k.replace(co_consts=tuple(consts))
+    if type(k) is tuple:
+        items = list(k)
+        items[i] = _put(items[i], rest, old, new)
+        return tuple(items)
+    raise ValueError("the stored place leads nowhere")
 
 
 def _key(source: str, filename: str, flags: int, optimize: int) -> bytes:
