@@ -5,6 +5,7 @@ are seen on the next request; whatever happens, the remembered history equals a 
 from __future__ import annotations
 
 import hashlib
+import math
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -221,3 +222,33 @@ def test_the_remembered_history_equals_a_fresh_read_on_postgres(
         a.append_turn("s", exchange(count))
         with Ledger.open(target, readonly=True) as fresh:
             assert a.history("s") == b.history("s") == fresh.history("s")
+
+
+def test_a_turns_prefix_entries_are_made_for_its_new_blocks_only(
+    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording a turn makes the prefix entries of the report's new chunks only (the rest
+    are the previous report's, made once): over a session, about log2(n) times its blocks
+    in all (chunks merge as the history grows: each block is in about log2(n) of them), not
+    once per turn for every block before.
+    The prefix is the one made afresh."""
+    from lamina_ledger import prefix as prefixes
+
+    made: list[int] = []
+    grouped = prefixes._grouped
+    monkeypatch.setattr(prefixes, "_grouped", lambda run: made.append(len(run)) or grouped(run))
+    memo = prefixes.EntryMemo()
+    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s:
+        s.start("s")
+        for i in range(150):
+            request = a.request(f"q{i}")
+            ctx = s.assemble(request)
+            kept = prefixes.prefix_from(ctx.report, ctx.tools, memo)
+            assert kept == prefixes.prefix_from(ctx.report, ctx.tools)
+            made.pop()  # (the fresh one's)
+            s.record_turn(request, exchange(i))
+        n = len(ctx.report.blocks)
+    a.close()
+    assert n >= 590
+    assert sum(made) <= 2 * n * math.log2(n), f"{sum(made)} entries made for {n} blocks"

@@ -56,6 +56,12 @@ class Chunked(Sequence[T]):
             ends.append(total)
         self._chunks, self._ends, self._hash = chunks, tuple(ends), None
 
+    @property
+    def chunks(self) -> tuple[tuple[T, ...], ...]:
+        """The tuples that hold the items, in order: the sequences grown from this one hold
+        the same tuples (but for the last few, merged), so work done per chunk can be kept."""
+        return self._chunks
+
     def grown(self, more: Iterable[T]) -> Chunked[T]:
         """This sequence's items then ``more``'s, sharing this one's chunks."""
         tail = tuple(more)

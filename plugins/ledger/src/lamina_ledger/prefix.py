@@ -20,6 +20,7 @@ from lamina import (
     AssemblyReport,
     AssemblyRequest,
     BlockReport,
+    Chunked,
     Event,
     Message,
     Tool,
@@ -65,22 +66,58 @@ def prefix_of(ctx: AssembledContext) -> Prefix | None:
     return prefix_from(ctx.report, ctx.tools)
 
 
-def prefix_from(report: AssemblyReport, tools: Sequence[Tool]) -> Prefix | None:
-    """The stable prefix of an assembly's report and the tools sent with it."""
+#: A run of a report's blocks made into entries, by placement (the prefix's only).
+Grouped = dict[str, tuple[Entry, ...]]
+
+
+class EntryMemo:
+    """Each chunk of report blocks made into entries once: a long history's report shares
+    its chunks with the session's next report (``lamina.Chunked``), so a turn makes the
+    entries of its new blocks only, and the entries it shares are the same objects (the
+    comparison with the previous turn's prefix then finds them equal by identity)."""
+
+    def __init__(self, size: int = 4 * SESSIONS) -> None:
+        self._runs: Recent[int, tuple[tuple[BlockReport, ...], Grouped]] = Recent(size)
+
+    def grouped(self, run: tuple[BlockReport, ...]) -> Grouped:
+        found = self._runs.get(id(run))
+        if found is not None and found[0] is run:  # (it holds ``run``: the id is still its)
+            return found[1]
+        made = _grouped(run)
+        self._runs[id(run)] = (run, made)
+        return made
+
+
+def _grouped(run: Sequence[BlockReport]) -> Grouped:
+    """The entries of ``run``'s kept blocks in the prefix's placements, by placement."""
+    groups: dict[str, list[Entry]] = {p: [] for p in PLACEMENTS}
+    for b in run:
+        group = groups.get(b.placement)
+        if group is not None and b.status != "dropped":
+            group.append((b.id, b.hash[:SHORT], b.tokens))
+    return {p: tuple(g) for p, g in groups.items() if g}
+
+
+def prefix_from(
+    report: AssemblyReport, tools: Sequence[Tool], memo: EntryMemo | None = None
+) -> Prefix | None:
+    """The stable prefix of an assembly's report and the tools sent with it; ``memo`` keeps
+    the entries of the report's chunks for the next report that shares them."""
     stable = report.stable_prefix
     if stable is None:
         return None
-    # One pass (a long history has thousands of blocks), grouped in request order.
-    groups: dict[str, list[BlockReport]] = {p: [] for p in PLACEMENTS}
-    for b in report.blocks:
-        group = groups.get(b.placement)
-        if group is not None and b.status != "dropped":
-            group.append(b)
+    blocks = report.blocks
+    if memo is not None and isinstance(blocks, Chunked):
+        runs = [memo.grouped(chunk) for chunk in blocks.chunks]
+    else:
+        runs = [_grouped(blocks)]
     entries: list[Entry] = []
     if tools:
         text = json.dumps([unstructure(t) for t in tools], sort_keys=True, ensure_ascii=False)
         entries.append((TOOLS, _short(text), 0))
-    entries += [(b.id, b.hash[:SHORT], b.tokens) for g in groups.values() for b in g]
+    for placement in PLACEMENTS:  # grouped in request order
+        for run in runs:
+            entries += run.get(placement, ())
     return Prefix(sha256=stable.sha256, tokens=stable.tokens, blocks=tuple(entries))
 
 
@@ -88,7 +125,10 @@ def compare(old: Sequence[Entry], new: Sequence[Entry]) -> tuple[int, Bust | Non
     """How many of ``old``'s blocks ``new`` starts with, and the bust when that is not all:
     a block ``added`` before the rest, ``removed``, ``changed`` (same id, other content) or
     ``moved``."""
-    shared, n = 0, min(len(old), len(new))
+    n = min(len(old), len(new))
+    if len(new) >= len(old) and tuple(new[:n]) == tuple(old):  # (at C speed, by identity)
+        return n, None
+    shared = 0
     while shared < n and old[shared] == new[shared]:
         shared += 1
     if shared == len(old):
@@ -130,6 +170,7 @@ class Prefixes:
 
     def __init__(self, size: int = SESSIONS) -> None:
         self._by_session: Recent[str, _Sent] = Recent(size)
+        self._entries = EntryMemo(4 * size)
 
     def keep(self, ctx: AssembledContext, event: Event | None = None) -> AssembledContext:
         """Remember what ``ctx`` sent (assembled for ``event``) as its session's next turn's;
@@ -151,5 +192,5 @@ class Prefixes:
         if sent is None:
             return None
         if (sent.event is not None and request.event == sent.event) or sent.current in messages:
-            return prefix_from(sent.report, sent.tools)
+            return prefix_from(sent.report, sent.tools, self._entries)
         return None
