@@ -294,8 +294,8 @@ class Assembler:
                 item.reset()
             layout.cut = fitter.cut if previous is None else previous
             self._layouts.give(key, layout)
-        timed = evolve(context.report, timings_ms=dict(state.timings))
-        return evolve(context, report=timed)
+        # The report holds ``state.timings`` itself, which now has the report phase's too.
+        return context
 
     def _innermost(self, call: AssemblyCall) -> AssembledContext:
         """The pipeline as the innermost ``lamina_wrap_assembly``."""
