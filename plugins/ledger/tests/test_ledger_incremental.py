@@ -56,17 +56,22 @@ def test_the_next_request_decodes_only_the_turn_appended_since(
 def test_a_grown_sessions_context_shares_the_history_before_the_new_turn(
     target: str, exchange: Callable[..., list[Message]]
 ) -> None:
-    """The messages of the turns before are the previous context's own (``Chunked``): a
-    request copies the new turn, not the whole history (a fresh assembler gives the same)."""
+    """The messages of the turns before are the previous context's own (``Chunked``), as are
+    the decoded turns the ledger keeps: a request copies the new turn, not the whole history
+    (a fresh assembler gives the same)."""
     a = make_assembler(config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         s.start("s")
         for i in range(5):
             s.record_turn(a.request(f"q{i}"), exchange(i))
         contexts = [s.assemble(a.request("now"))]
+        turns = [s.ledger.history("s").turns]
         for i in range(5, 40):
             s.record_turn(a.request(f"q{i}"), exchange(i))
             contexts.append(s.assemble(a.request("now")))
+            turns.append(s.ledger.history("s").turns)
+        for before_turns, after_turns in pairwise(turns[1:]):  # (the turns the ledger keeps)
+            assert isinstance(after_turns, Chunked) and after_turns.shares(before_turns)
         for before, after in pairwise(contexts):
             assert isinstance(after.history, Chunked) and isinstance(before.history, Chunked)
             assert after.history.shares(before.history)

@@ -115,7 +115,7 @@ def appended(cache: HistoryCache, session: str, parent: str, version: int, turn:
         session=session,
         head_turn_id=turn.id,
         compaction=old.history.compaction,
-        turns=(*old.history.turns, turn),
+        turns=Chunked.of(old.history.turns).grown([turn]),  # (no copy of the turns before)
     )
     entry = Entry(version=version, head=turn.id, history=history)
     old.hand_over(entry)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from attrs import frozen
@@ -56,12 +57,14 @@ class Compaction:
 @frozen(kw_only=True)
 class History:
     """A session's history as assembly sees it: the latest compaction (if any) and the turns
-    kept verbatim after it, oldest first (compaction turns themselves are not listed)."""
+    kept verbatim after it, oldest first (compaction turns themselves are not listed).
+    ``turns`` is immutable: a tuple, or a ``Chunked`` that the history with the next turns
+    appended shares (equal to the tuple of the same turns)."""
 
     session: str
     head_turn_id: str | None
     compaction: Compaction | None
-    turns: tuple[Turn, ...]
+    turns: Sequence[Turn]
 
 
 @frozen(kw_only=True)

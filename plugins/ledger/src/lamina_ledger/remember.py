@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lamina import Chunked
 from lamina_ledger.cache import Entry, HistoryCache, appended
 from lamina_ledger.db import Database
 from lamina_ledger.records import History, Turn
@@ -95,15 +96,15 @@ class Remembering:
         if walked[-1][0] != old.head or any(r[2] != "normal" for r in walked[:-1]):
             return None
         new = self._turns([r[0] for r in reversed(walked[:-1])], session)
-        turns = [*old.history.turns, *new]
+        turns: Sequence[Turn] = Chunked.of(old.history.turns).grown(new)  # (shares the old)
         missing = unanswered(m for t in new for m in t.messages)
         if missing and not missing.keys() <= old.calls():  # (the old history is paired)
-            turns = self._pair_tool_results(session, turns)
+            turns = tuple(self._pair_tool_results(session, list(turns)))
         return History(
             session=session,
             head_turn_id=head,
             compaction=old.history.compaction,
-            turns=tuple(turns),
+            turns=turns,
         )
 
     def _written(self, turn_id: str, session: str) -> tuple[tuple[Any, ...], int] | None:
