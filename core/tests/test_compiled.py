@@ -282,3 +282,19 @@ def test_the_console_script_compiles_once_and_prints_the_same(tmp_path):
     assert [p.name for p in (tmp_path / "cache" / "code").iterdir()] == [
         cache_file(Path(cache)).name
     ]
+
+
+def test_a_compilation_while_the_cache_loads_compiles(tmp_path, monkeypatch):
+    """Loading imports Lamina's cache folder's module; were a class made there, its
+    compilation would come back into the cache while it loads: it is compiled."""
+    cache = CompileCache(tmp_path / "code.marshal")
+    real = cache._load
+    inner: list[CodeType] = []
+
+    def load() -> dict[bytes, Any]:
+        inner.append(cache.compile("def g():\n    return 1\n", "<generated g>", "exec"))
+        return real()
+
+    monkeypatch.setattr(cache, "_load", load)
+    code = cache.compile("def f():\n    return 2\n", "<generated f>", "exec")
+    assert isinstance(code, CodeType) and len(inner) == 1 and cache.misses == 2

@@ -107,6 +107,7 @@ class CompileCache:
         general, number = _general(source)
         key = _key(general, filename, flags, optimize)
         if self._stored is None:
+            self._stored = {}  # what a compilation while loading (an import) finds
             self._stored = self._load()
         stored = self._stored.get(key)
         code = _code_for(stored, filename, number)
