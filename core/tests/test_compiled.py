@@ -211,13 +211,22 @@ def test_a_damaged_cache_is_ignored_and_written_again(tmp_path, damage):
     assert isinstance(stored, dict) and len(stored) == 1
 
 
-def test_a_stored_entry_of_the_wrong_kind_is_compiled_again(tmp_path):
+@pytest.mark.parametrize(
+    "entry",
+    [
+        ("not code", None),
+        (b"not marshal", None, None),
+        (marshal.dumps("not code"), None, None),
+        (marshal.dumps(compile("pass", "<another name>", "exec")), None, None),
+    ],
+)
+def test_a_stored_entry_of_the_wrong_kind_is_compiled_again(tmp_path, entry):
     path = tmp_path / "code.marshal"
     first = CompileCache(path)
     first.compile("def f():\n    return 4\n", "<generated f>", "exec")
     first.save()
     (key,) = marshal.loads(path.read_bytes())
-    path.write_bytes(marshal.dumps({key: ("not code", None)}))
+    path.write_bytes(marshal.dumps({key: entry}))
     second = CompileCache(path)
     code = second.compile("def f():\n    return 4\n", "<generated f>", "exec")
     assert isinstance(code, CodeType) and second.misses == 1

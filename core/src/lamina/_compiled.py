@@ -6,16 +6,17 @@ functions. ``lamina assemble`` makes about 170 such classes and 40 functions, an
 compilations took about 50 ms of a 220 ms start. In the command's process (``lamina.cli.run``
 calls ``install``), ``compile`` keeps what it compiles from generated source (a file name
 in angle brackets, ``mode="exec"``, no other flags) in Lamina's cache directory, the way
-Python keeps a module's bytecode in ``__pycache__``: marshalled code objects, each under the
-sha256 of its source, file name, inherited ``__future__`` flags and optimization level, in a
-file named by the interpreter's bytecode version. The same source gives the same code object
-whether compiled or read back; other source (a changed class, another attrs) is another key.
-One number differs in every process: attrs' ``__hash__`` starts with a hash of the class's
-name (string hashing is randomized), so that number is keyed as 0 and put into the code read
-back in the place the stored one has among the constants (kept only when it has exactly one),
-which gives compile's code but for the column where that literal ends. A damaged or unreadable file
-is ignored and written again; a cache directory that cannot be written leaves every
-compilation as it was. Like ``__pycache__``, the folder is trusted: it is the user's own.
+Python keeps a module's bytecode in ``__pycache__``: marshalled code objects (each unmarshalled
+only when used), each under the sha256 of its source, file name, inherited ``__future__``
+flags and optimization level, in a file named by the interpreter's bytecode version. The same
+source gives the same code object whether compiled or read back; other source (a changed
+class, another attrs) is another key. One number differs in every process: attrs'
+``__hash__`` starts with a hash of the class's name (string hashing is randomized), so that
+number is keyed as 0 and put into the code read back in the place the stored one has among
+the constants (kept only when it has exactly one), which gives compile's code but for the
+column where that literal ends. A damaged or unreadable file is ignored and written again; a
+cache directory that cannot be written leaves every compilation as it was. Like
+``__pycache__``, the folder is trusted: it is the user's own.
 
 Library callers (``lamina.cli.main``, hosts, tests) never get this: only the console script.
 """
@@ -38,8 +39,8 @@ FUTURE_FLAGS = 0
 for _name in _future.all_feature_names:
     FUTURE_FLAGS |= getattr(_future, _name).compiler_flag
 FUTURE_FLAGS &= ~_future.nested_scopes.compiler_flag
-#: More entries than this and the file is written with only the last run's.
-MAX_ENTRIES = 2000
+#: More entries than this (about 3 kB each) and the file is written with only the last run's.
+MAX_ENTRIES = 1000
 
 _builtin_compile = builtins.compile
 
@@ -57,8 +58,8 @@ class CompileCache:
         #: ``None``: ``cache_file`` of Lamina's cache directory, found on first use.
         self.path = path
         self._stored: dict[bytes, Any] | None = None
-        #: What this run compiled or read: key -> (code, the type hash it holds or None,
-        #: where that number is among its constants, ``place``).
+        #: What this run compiled or read: key -> (the code marshalled, the type hash it holds
+        #: or None, where that number is among its constants: ``place``).
         self.used: dict[bytes, Any] = {}
         self.hits = 0
         self.misses = 0
@@ -112,9 +113,11 @@ class CompileCache:
         stored = self._stored.get(key)
         code = _code_for(stored, filename, number)
         if code is None:
+            import marshal
+
             code = _builtin_compile(source, filename, mode, flags, True, optimize)
             self.misses += 1
-            self.used[key] = (code, number, place(code, number))
+            self.used[key] = (marshal.dumps(code), number, place(code, number))
         else:
             self.hits += 1
             self.used[key] = stored
@@ -154,10 +157,18 @@ def _general(source: str) -> tuple[str, int | None]:
 
 
 def _code_for(stored: Any, filename: str, number: int | None) -> CodeType | None:
-    """The stored code for ``filename`` holding ``number`` as its type hash, or ``None``."""
-    if type(stored) is not tuple or len(stored) != 3:
+    """The stored code for ``filename`` holding ``number`` as its type hash, or ``None``.
+    Entries hold their code marshalled, read only when used (a file holds other commands'
+    code too)."""
+    import marshal
+
+    if type(stored) is not tuple or len(stored) != 3 or type(stored[0]) is not bytes:
         return None
-    code, held, where = stored
+    data, held, where = stored
+    try:
+        code = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
     if type(code) is not CodeType or code.co_filename != filename:
         return None
     if held == number:
