@@ -87,6 +87,33 @@ def test_a_distribution_installed_changed_or_removed_is_seen_at_once(site, monke
     assert "two" not in names() and "one" in names()
 
 
+def test_other_files_in_a_sys_path_folder_change_nothing(site, monkeypatch):
+    """``python -m lamina`` puts the current folder on ``sys.path``: files made there (not
+    distributions) keep the cached answer."""
+    install(site, "lamina-one", {"one": "one_plugin"})
+    calls = asked(monkeypatch)
+    names()
+    (site / "notes.txt").write_text("not a distribution")
+    (site / "folder").mkdir()
+    names()
+    assert calls == ["lamina"]
+
+
+def test_a_zip_on_sys_path_is_fingerprinted_by_its_stat(site, tmp_path, monkeypatch):
+    import zipfile
+
+    archive = tmp_path / "plugins.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("zipped_plugin.py", PLUGIN.format(name="zipped_plugin"))
+    monkeypatch.syspath_prepend(str(archive))
+    assert "zipped" not in names()
+    with zipfile.ZipFile(archive, "a") as z:
+        info = "zipped-1.0.dist-info"
+        z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n")
+        z.writestr(f"{info}/entry_points.txt", "[lamina]\nzipped = zipped_plugin\n")
+    assert names()["zipped"] == ("zipped", "zipped_plugin")
+
+
 def test_a_distribution_seen_is_loaded_by_the_host(site, monkeypatch):
     monkeypatch.setenv("LAMINA_PLUGINS", "lamina-fresh")
     host = PluginHost(parse_config({}, file="lamina.toml"))

@@ -4,16 +4,17 @@ email, zipfile and csv imports and the search of every distribution).
 
 The cache file in Lamina's cache directory (``plugins/entry-points-<hash>.json``, one per
 interpreter and group) holds the last few answers of ``importlib.metadata`` (``KEPT``), each
-with the fingerprint of what it depends on:
-each ``sys.path`` entry and, in the order ``importlib.metadata`` finds them there, each
-``*.dist-info`` / ``*.egg-info`` with the size, modification time and inode of itself, its
-``entry_points.txt`` and its ``METADATA`` / ``PKG-INFO`` (read with ``os.scandir`` and
-``os.stat``). Installing, removing or upgrading a distribution changes the fingerprint, and the
-next start asks ``importlib.metadata`` again. A damaged file is ignored and written again; a
-cache directory that is missing, cannot be written or is turned off (``LAMINA_CACHE_DIR=""``)
-only means asking ``importlib.metadata`` every time. So does a meta path finder other than
-Python's own that can find distributions (``find_distributions``): its distributions are not
-in the fingerprint.
+with the fingerprint of what it depends on: each ``sys.path`` entry (for a file, a zip, its
+size, modification time and inode) and, in the order ``importlib.metadata`` finds them in a
+folder, each ``*.dist-info`` / ``*.egg-info`` with the size, modification time and inode of
+itself, its ``entry_points.txt`` and its ``METADATA`` / ``PKG-INFO`` (read with ``os.scandir``
+and ``os.stat``; not the folder's own time, which any file made there changes). Installing,
+removing or upgrading a distribution changes the fingerprint, and the next start asks
+``importlib.metadata`` again. A damaged file is ignored and written again; a cache directory
+that is missing, cannot be written or is turned off (``LAMINA_CACHE_DIR=""``) only means
+asking ``importlib.metadata`` every time. So does a meta path finder other than Python's own
+that can find distributions (``find_distributions``): its distributions are not in the
+fingerprint.
 """
 
 from __future__ import annotations
@@ -143,11 +144,12 @@ def _installed_lines() -> Iterator[str]:
             yield f"entry {entry!r}\n"
             continue
         base = entry or "."
-        yield f"entry {entry!r} {_stat(base)}\n"
+        yield f"entry {entry!r}\n"
         egg = base.endswith(".egg")
         try:
             children = os.scandir(base)
-        except OSError:
+        except OSError:  # a zip file (its distributions are inside) or nothing
+            yield f"  file {_stat(base)}\n"
             continue
         with children:
             for child in children:
