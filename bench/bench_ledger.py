@@ -14,7 +14,8 @@ means Lamina is as fast).
 
 Part 2. Two ledger sessions of short turns, 100 and 10,000 turns, never compacted (a budget
 that holds both whole). Each timed request appends one turn (untimed) and assembles; the
-ratio of medians is what the long session costs over the short one.
+ratio of medians is what the long session costs over the short one. The ``record_turn`` that
+appends the turn (the previous request's) is timed too, separately.
 
 Run: ``.venv/bin/python bench/bench_ledger.py [--requests 40] [--samples 30]``
 """
@@ -134,8 +135,9 @@ def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, A
     }
 
 
-def scale(turns: int, samples: int) -> float:
-    """Median ms per request (one turn appended, then assembled) of an uncompacted session."""
+def scale(turns: int, samples: int) -> tuple[float, float]:
+    """Median ms per request (one turn appended, then assembled) of an uncompacted session,
+    and per ``record_turn`` of the turn each request appends."""
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/ledger.db"
         with Ledger.open(db) as w, w.batch("scale"):
@@ -158,15 +160,18 @@ def scale(turns: int, samples: int) -> float:
             },
             "plugins": {"ledger": {"database": db}},
         }
-        out = []
+        out, records = [], []
         with make_assembler(cfg, plugins=[("ledger", ledger_plugin)]) as a, LedgerSession(a) as s:
-            s.assemble(a.request("warm up"))
+            last = a.request("warm up")
+            s.assemble(last)
             for i in range(samples):
-                req = a.request(f"next {i}")
-                s.record_turn(req, [Message.of("user", f"next {i}"), Message.of("assistant", "ok")])
+                turn = [Message.of("user", f"next {i}"), Message.of("assistant", "ok")]
                 gc.collect()
-                out.append(clock(lambda req=req: s.assemble(req))[0])
-    return statistics.median(out)
+                records.append(clock(lambda last=last, turn=turn: s.record_turn(last, turn))[0])
+                last = a.request(f"next {i}")
+                gc.collect()
+                out.append(clock(lambda req=last: s.assemble(req))[0])
+    return statistics.median(out), statistics.median(records)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -189,8 +194,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"timed requests compacted; {r['decoded_turns']} turns decoded over the run)"
         )
     print("Part 2: uncompacted session, one turn appended per request (median ms per request)")
-    short, long = scale(100, args.samples), scale(10_000, args.samples)
+    (short, short_rec), (long, long_rec) = scale(100, args.samples), scale(10_000, args.samples)
     print(f"  100 turns {short:.2f} ms, 10,000 turns {long:.2f} ms: {long / short:.1f}x")
+    print(
+        f"  record_turn of the turn each request appends: 100 turns {short_rec:.2f} ms, "
+        f"10,000 turns {long_rec:.2f} ms: {long_rec / short_rec:.1f}x"
+    )
     return 0
 
 
