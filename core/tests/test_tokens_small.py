@@ -68,6 +68,25 @@ def test_the_table_format_is_deterministic(name: str) -> None:
 
 
 @needs_proven
+def test_an_encoding_the_host_built_is_counted_with_at_once(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that built the encoding (``lamina.tokens.load_encoding``, to count its own
+    messages, say) has paid for tiktoken's BPE: a tokenizer made after uses it from its first
+    count, not the slower small-text counter."""
+    built: set[str] = set()
+    monkeypatch.setattr(lamina.encodings, "BUILT", built)
+    monkeypatch.setattr(lamina.tokens, "_BUILT", built)
+    assert not TiktokenTokenizer("o200k_base").built
+    before = TiktokenTokenizer("o200k_base")
+    assert before.count(TEXT) == _expected("o200k_base", TEXT) and not before.built
+    assert built == {"o200k_base"}  # (the expected count built it, as a host would)
+    after = TiktokenTokenizer("o200k_base")
+    assert after.count("a fresh text") == _expected("o200k_base", "a fresh text")
+    assert after.built and before.count("another text") and before.built
+
+
+@needs_proven
 @pytest.mark.parametrize("name", sorted(TABLE_HASHES))
 def test_built_once_then_read_in_place(
     cache: Path, monkeypatch: pytest.MonkeyPatch, name: str

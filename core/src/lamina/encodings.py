@@ -219,6 +219,11 @@ def load_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
+#: Encodings ``load_encoding`` built in this process: a tokenizer counts with a built one
+#: rather than with the small-text counter (whoever built it: a tokenizer, or a host).
+BUILT: set[str] = set()
+
+
 @functools.cache
 def load_encoding(name: str) -> tiktoken.Encoding:
     """Build tiktoken's ``name`` encoding from bundled, hash-checked data, never the network.
@@ -251,7 +256,9 @@ def load_encoding(name: str) -> tiktoken.Encoding:
         original.__defaults__,
         original.__closure__,
     )
-    return tiktoken.Encoding(**constructor())
+    encoding = tiktoken.Encoding(**constructor())
+    BUILT.add(name)
+    return encoding
 
 
 # -- the fast exact counter (the ``lamina[fast]`` extra) ----------------------------------------

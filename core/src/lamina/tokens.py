@@ -19,6 +19,7 @@ from attrs import define, field, validators
 
 from lamina.blank_runs import BLANK_RUN, CUTTABLE, Segment, cut_blank_runs
 from lamina.encodings import (
+    BUILT,
     CACHE_HASHES,
     ENCODING_HASHES,
     FastCounter,
@@ -67,9 +68,10 @@ FAST_AFTER = 8_000_000
 #: does, so a command-line start (tens of thousands) never builds it.
 SMALL_UNTIL = 500_000
 _NO_SPECIAL: frozenset[str] = frozenset()
-#: Encodings whose BPE a tokenizer of this process built: from then on every tokenizer of the
-#: encoding counts with it (a new assembler's tokenizer does not start on the small counter).
-_BUILT: set[str] = set()
+#: Encodings whose BPE this process built (``lamina.encodings.load_encoding``, by a tokenizer
+#: or by the host): from then on every tokenizer of the encoding counts with it (a new
+#: assembler's tokenizer does not start on the small counter).
+_BUILT: set[str] = BUILT
 
 
 # ``Tokenizer`` declares ``name`` and ``exact`` as plain (settable) attributes, which mypy
