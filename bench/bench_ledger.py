@@ -8,16 +8,19 @@ budget, SQLite ledger in a temp dir, the system prompt declared in config (``[[b
 After the 300 turns, ``--requests`` more turns are timed: each request's
 ``LedgerSession.assemble`` (compactions included, as they happen) and, on the same history at
 the same step, ``trim_messages(strategy="last", start_on="human")`` whose ``token_counter``
-reads a dict of counts made beforehand (untimed). Rounds interleave the two, each request
-alternating which side runs first; medians per request and their ratio (Lamina / peer: <= 1.0
-means Lamina is as fast).
+reads a dict of counts made beforehand (untimed, in a child process). Rounds interleave the
+two, each request alternating which side runs first; medians per request and their ratio
+(Lamina / peer: <= 1.0 means Lamina is as fast). Each budget runs in a fresh process, where
+Lamina counts as it would in a host of its own (its first 500,000 characters with the
+small-text counter); ``--host-encoding`` builds tiktoken's encoding first, as a host that
+counts with tiktoken itself (the peer's) has, and Lamina's tokenizers then use it.
 
 Part 2. Two ledger sessions of short turns, 100 and 10,000 turns, never compacted (a budget
 that holds both whole). Each timed request appends one turn (untimed) and assembles; the
 ratio of medians is what the long session costs over the short one. The ``record_turn`` that
 appends the turn (the previous request's) is timed too, separately.
 
-Run: ``.venv/bin/python bench/bench_ledger.py [--requests 40] [--samples 30]``
+Run: ``.venv/bin/python bench/bench_ledger.py [--host-encoding] [--requests 40] [--samples 30]``
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import gc
 import json
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -61,14 +65,53 @@ def to_langchain(m: Message) -> BaseMessage:
     return AIMessage(content=m.text)
 
 
+def peer_text(m: Message) -> str:
+    """What the peer's counter counts for a message (a tool call: its name and arguments)."""
+    return m.text or json.dumps(
+        [(p.name, p.arguments) for p in m.content if isinstance(p, ToolCallPart)]
+    )
+
+
+def session_counts(turns: int) -> dict[str, Any]:
+    """The peer's precomputed counts for the session of ``turns`` turns: the system prompt's,
+    each turn's first message's, each message's."""
+    enc = load_encoding("o200k_base")
+    system, made = build_session(turns)
+
+    def count(text: str) -> int:
+        return len(enc.encode(text, disallowed_special=()))
+
+    return {
+        "system": count(system),
+        "turns": [[count(peer_text(m)) for m in turn] for turn in made],
+        "asks": [count(turn[0].text) for turn in made],
+    }
+
+
+def counts_elsewhere(turns: int) -> dict[str, Any]:
+    """``session_counts`` made in a child process, so this one never builds tiktoken's BPE
+    for the peer: Lamina counts as it would in a host of its own."""
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import bench_ledger as b; "
+        "print(json.dumps(b.session_counts(int(sys.argv[2]))))"
+    )
+    here = str(Path(__file__).parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code, here, str(turns)], check=True, capture_output=True, text=True
+    )
+    found: dict[str, Any] = json.loads(out.stdout)
+    return found
+
+
 def clock(fn: Any) -> tuple[float, Any]:
     started = time.perf_counter()
     out = fn()
     return 1000 * (time.perf_counter() - started), out
 
 
-def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, Any]:
-    """Median ms per request after ``warmup`` turns: Lamina and the precomputed peer."""
+def agent_loop(budget: int, warmup: int, requests: int, made: dict[str, Any]) -> dict[str, Any]:
+    """Median ms per request after ``warmup`` turns: Lamina and the peer, whose counts are
+    ``made`` beforehand (``session_counts``)."""
     system, turns = build_session(warmup + requests)
     counts: dict[int, int] = {}  # id(LangChain message) -> tokens, made untimed
 
@@ -76,7 +119,7 @@ def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, A
         return sum(counts[id(m)] for m in messages)
 
     history: list[BaseMessage] = []
-    sys_tokens = len(enc.encode(system, disallowed_special=()))
+    sys_tokens = made["system"]
     lamina_ms, peer_ms, compacting = [], [], 0
     with tempfile.TemporaryDirectory() as tmp:
         cfg = {
@@ -92,7 +135,7 @@ def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, A
             s.start("bench")
             for i, turn in enumerate(turns):
                 req = a.request(turn[0].text)
-                ask_tokens = len(enc.encode(turn[0].text, disallowed_special=()))
+                ask_tokens = made["asks"][i]
                 before = len(s.compactions)
                 room = budget - sys_tokens - ask_tokens
                 # Which side runs first alternates: the one right after the host's own work
@@ -117,12 +160,9 @@ def agent_loop(budget: int, warmup: int, requests: int, enc: Any) -> dict[str, A
                     peer_ms.append(peer)
                     compacting += len(s.compactions) > before
                 s.record_turn(req, turn)
-                for m in turn:
+                for m, tokens in zip(turn, made["turns"][i], strict=True):
                     lm = to_langchain(m)
-                    text = m.text or json.dumps(
-                        [(p.name, p.arguments) for p in m.content if isinstance(p, ToolCallPart)]
-                    )
-                    counts[id(lm)] = len(enc.encode(text, disallowed_special=()))
+                    counts[id(lm)] = tokens
                     history.append(lm)
             decoded = getattr(s.ledger, "decoded", "?")  # (a ledger before incremental reads)
     lm_med, pc_med = statistics.median(lamina_ms), statistics.median(peer_ms)
@@ -179,20 +219,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=300, help="turns before timing")
     parser.add_argument("--requests", type=int, default=40, help="requests timed per budget")
     parser.add_argument("--samples", type=int, default=30, help="requests timed per size")
+    parser.add_argument(
+        "--host-encoding",
+        action="store_true",
+        help="the host builds the encoding first (lamina.tokens.load_encoding), as one that "
+        "counts with tiktoken itself would; default: Lamina alone in its process",
+    )
+    parser.add_argument(
+        "--budget", type=int, help="run Part 1 at this budget only, in this process"
+    )
     args = parser.parse_args(argv)
-    enc = load_encoding("o200k_base")
+    if args.budget is not None:
+        made = counts_elsewhere(args.turns + args.requests)
+        if args.host_encoding:
+            load_encoding("o200k_base")
+        r = agent_loop(args.budget, args.turns, args.requests, made)
+        print(
+            f"  {args.budget // 1000}k: Lamina {r['lamina_ms']:.2f} ms, peer {r['peer_ms']:.2f} "
+            f"ms, Lamina / peer {r['ratio']:.2f}x ({r['compacting_requests']} of "
+            f"{args.requests} timed requests compacted; {r['decoded_turns']} turns decoded "
+            "over the run)",
+            flush=True,
+        )
+        return 0
     print(f"python {platform.python_version()} on {platform.machine()}, {sys.platform}")
+    who = "a host that built the encoding first" if args.host_encoding else "Lamina alone"
     print(
         f"Part 1: LedgerSession.assemble per request after {args.turns} turns vs "
-        "trim_messages with precomputed counts (median ms per request)"
+        f"trim_messages with precomputed counts (median ms per request; {who}, each budget "
+        "in a fresh process)",
+        flush=True,
     )
     for budget in BUDGETS:
-        r = agent_loop(budget, args.turns, args.requests, enc)
-        print(
-            f"  {budget // 1000}k: Lamina {r['lamina_ms']:.2f} ms, peer {r['peer_ms']:.2f} ms, "
-            f"Lamina / peer {r['ratio']:.2f}x ({r['compacting_requests']} of {args.requests} "
-            f"timed requests compacted; {r['decoded_turns']} turns decoded over the run)"
-        )
+        child = [sys.executable, __file__, "--budget", str(budget), "--turns", str(args.turns)]
+        child += ["--requests", str(args.requests)]
+        subprocess.run([*child, *(["--host-encoding"] if args.host_encoding else [])], check=True)
     print("Part 2: uncompacted session, one turn appended per request (median ms per request)")
     (short, short_rec), (long, long_rec) = scale(100, args.samples), scale(10_000, args.samples)
     print(f"  100 turns {short:.2f} ms, 10,000 turns {long:.2f} ms: {long / short:.1f}x")
