@@ -299,7 +299,9 @@ def main() -> None:
         default=None,
         help="--scale: keep PostgreSQL's data in this folder and reuse the loaded store",
     )
-    ap.add_argument("--memory-items", type=int, default=100_000)
+    ap.add_argument(
+        "--memory-items", type=int, default=100_000, help="--scale: 0 times PostgreSQL alone"
+    )
     ap.add_argument("--questions", type=int, default=300, help="questions timed by --scale")
     args, _unknown = ap.parse_known_args()  # `./dev bench ARGS` passes every script the same args
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

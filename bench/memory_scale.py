@@ -1,6 +1,6 @@
 """``bench_memory.py --scale``: retrieval latency of a PostgreSQL store holding a million chunks
-(the store does the retrieval: BM25 from impact-ordered postings read best first, pgvector's
-HNSW index) next to the in-memory store at 100,000, in one run.
+(the store does the retrieval: BM25 from impact-ordered postings read best first, most of them
+packed in blocks, pgvector's HNSW index) next to the in-memory store at 100,000, in one run.
 
 The corpus is the six LoCoMo conversations' turns repeated with fresh ids (each repetition its
 own sessions) and, for dense retrieval, their MiniLM vectors with a little Gaussian noise
@@ -13,6 +13,7 @@ store on the next run (an older store is migrated when it opens). Each store the
 same 300 LoCoMo questions through ``MemoryService.retrieve`` (all five sources, the plugin's
 defaults, cache off), once untimed to warm the caches and once timed: end to end (the query
 embedded with one BLAS thread) and with the query vectors computed beforehand (search only).
+``--memory-items 0`` times PostgreSQL alone (``--questions N``: the first N questions).
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ def load_postgres(url: str, base: list[Chunk], vecs: Any, n: int) -> dict[str, f
         hnsw = time.perf_counter() - t0
     db.execute("VACUUM ANALYZE lamina_chunks")
     db.execute("VACUUM ANALYZE lamina_chunk_postings")
+    db.execute("VACUUM ANALYZE lamina_chunk_packed")
     store.close()
     return {"load_s": loaded, "gin_s": gin, "postings_s": postings, "hnsw_s": hnsw}
 
@@ -235,6 +237,7 @@ def run(
         t0 = time.perf_counter()
         store = open_store(url)  # an older store's migration, if any, runs here
         store.db.execute("VACUUM ANALYZE lamina_chunk_postings")  # index-only reads
+        store.db.execute("VACUUM ANALYZE lamina_chunk_packed")
         store.close()
         print(
             f"  PostgreSQL: reusing the {have:,} chunks in {keep} "
@@ -258,6 +261,15 @@ def run(
                 continue
             label = ("fused" if dense else "bm25") + f", {mode}"
             results[("postgresql", label)] = time_queries(url, questions, dense, lookup)
+            pg = results[("postgresql", label)]
+            if memory_items <= 0:  # --memory-items 0: PostgreSQL alone
+                print(
+                    f"  {label:22s} PostgreSQL {pg_items:>9,}: p50 {pg['p50_ms']:6.1f} ms  "
+                    f"p95 {pg['p95_ms']:6.1f}  p99 {pg['p99_ms']:6.1f}  "
+                    f"(RSS {pg['rss_mb']:,.0f} MB, load average {os.getloadavg()[0]:.2f})",
+                    flush=True,
+                )
+                continue
             svc = MemoryService(
                 Settings(
                     store=mem_url,
@@ -270,7 +282,7 @@ def run(
                 svc.add(part, embed=False)
             results[("memory", label)] = _time_service(svc, questions, lookup)
             svc.close()
-            pg, mem = results[("postgresql", label)], results[("memory", label)]
+            mem = results[("memory", label)]
             print(
                 f"  {label:22s} PostgreSQL {pg_items:>9,}: p50 {pg['p50_ms']:6.1f} ms  "
                 f"p95 {pg['p95_ms']:6.1f}  p99 {pg['p99_ms']:6.1f}  (RSS {pg['rss_mb']:,.0f} MB)"

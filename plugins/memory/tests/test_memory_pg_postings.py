@@ -11,6 +11,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from lamina_memory.pgpostings import K1, B
 from lamina_memory.records import Chunk
@@ -71,13 +72,18 @@ def search(store: SQLStore, terms: list[str], limit: int, **kw: Any) -> list[tup
 def test_best_first_gives_exactly_the_top_of_scoring_every_chunk(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Small slices and batches (many rounds), chunks replaced and a corpus whose average
-    length moved away from the postings' reference (a second batch twice as long), copies
-    (ties), permissions, a date and excluded ids: always the brute-force top."""
+    """Small slices, blocks and batches (many rounds), postings packed in several runs (merged,
+    some of their postings dead) and the latest in the table, chunks replaced and a corpus
+    whose average length moved away from the postings' reference (a second batch twice as
+    long), copies (ties), permissions, a date and excluded ids: always the brute-force top."""
+    import lamina_memory.pglists as pglists
+    import lamina_memory.pgpacked as pgpacked
     import lamina_memory.pgtopk as pgtopk
 
-    monkeypatch.setattr(pgtopk, "FIRST", 2)
+    monkeypatch.setattr(pglists, "FIRST", 2)
     monkeypatch.setattr(pgtopk, "CHECK_BATCH", 3)
+    monkeypatch.setattr(pgpacked, "BLOCK", 3)
+    monkeypatch.setattr(pgpacked, "PACK_ROWS", 150)
     rng = random.Random(7)
     chunks = [
         Chunk(
@@ -93,12 +99,25 @@ def test_best_first_gives_exactly_the_top_of_scoring_every_chunk(
     store.add(chunks[:120])
     longer = [Chunk(id=c.id, text=_text(rng, rng.randint(8, 30)), time=c.time) for c in chunks]
     chunks[120:240] = longer[120:240]
-    store.add(chunks[120:])
+    for at in range(120, len(chunks), 25):  # a run packed by most of these writes
+        store.add(chunks[at : at + 25])
     for i in (3, 50, 130):  # replaced: each keeps its place
         chunks[i] = Chunk(id=chunks[i].id, text=_text(rng, 20), time=chunks[i].time)
     store.add([chunks[3], chunks[50], chunks[130]])
+    extra = [Chunk(id=f"e{i:02d}", text=_text(rng, 6)) for i in range(40)]
+    store.add(extra)  # a small run, not merged with the large one
+    for i in (0, 1, 39):  # replaced: their packed postings die, the new ones in the table
+        extra[i] = Chunk(id=f"e{i:02d}", text=_text(rng, 6), acl=("ops",))
+        store.add([extra[i]])
+    chunks += extra
     with store.db.read():
         ref = float(store.db.one("SELECT value FROM lamina_meta WHERE key = 'postings_avgdl'")[0])
+        layout = store.db.one(
+            "SELECT (SELECT count(DISTINCT run) FROM lamina_chunk_packed), "
+            "(SELECT count(*) FROM lamina_chunk_stale), "
+            "(SELECT count(*) FROM lamina_chunk_postings)"
+        )
+    assert layout is not None and layout[0] >= 2 and layout[1] >= 1 and layout[2] >= 1, layout
     assert ref < sum(len(analyse(c.text)) for c in chunks) / len(chunks) * 0.8
     queries = [_text(rng, rng.randint(1, 5)) for _ in range(25)] + ["w0 w1 w2 garden rivers"]
     filters: list[dict[str, Any]] = [
@@ -124,18 +143,28 @@ def test_best_first_gives_exactly_the_top_of_scoring_every_chunk(
     store.close()
 
 
+@pytest.mark.parametrize("packed", [False, True])
 def test_a_query_answered_early_reads_few_postings_and_scores_few_chunks(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch, packed: bool
 ) -> None:
     """3,000 chunks hold the common term, 5 hold the rare one many times: the top 5 is found
-    from the head of each term's postings, not from the 3,000."""
+    from the head of each term's postings, not from the 3,000, whether they are in the
+    postings table (a slice of each) or packed (a block of each)."""
+    import lamina_memory.pglists as pglists
+    import lamina_memory.pgpacked as pgpacked
     import lamina_memory.pgtopk as pgtopk
 
+    if packed:
+        monkeypatch.setattr(pgpacked, "BLOCK", 32)
+        monkeypatch.setattr(pgpacked, "PACK_ROWS", 2000)
     chunks = [Chunk(id=f"c{i:04d}", text=f"common words number {i} here") for i in range(3000)]
     for i in (10, 700, 1400, 2100, 2800):
         chunks[i] = Chunk(id=f"c{i:04d}", text="rare rare rare common")
     store = open_store(db_url)
     store.add(chunks)
+    with store.db.read():
+        left = store.db.one("SELECT count(*) FROM lamina_chunk_postings")
+    assert left is not None and (left[0] == 0) == packed
     searches: list[Any] = []
     real = pgtopk.TopK.run
 
@@ -149,7 +178,7 @@ def test_a_query_answered_early_reads_few_postings_and_scores_few_chunks(
     assert [i for i, _ in got] == ["c0010", "c0700", "c1400", "c2100", "c2800"]
     assert [i for i, _ in got] == [i for i, _ in brute(chunks, terms, frozenset(), None, ())][:5]
     (done,) = searches
-    assert done.read <= 3 * pgtopk.FIRST  # one slice per term
+    assert done.read <= 3 * (32 if packed else pglists.FIRST)  # a slice or block per term
     assert done.scored <= 2 * 5 + 8  # the top and a few more, checked once
     store.db.execute("ANALYZE lamina_chunk_postings")  # as autovacuum would
     with store.db.read():
@@ -164,11 +193,57 @@ def test_a_query_answered_early_reads_few_postings_and_scores_few_chunks(
     store.close()
 
 
-def _postings(store: SQLStore) -> list[tuple[Any, ...]]:
-    with store.db.read():
-        return store.db.rows(
-            "SELECT term, impact, seq, tf, nterms FROM lamina_chunk_postings ORDER BY term, seq"
+def test_a_threshold_found_early_leaves_the_common_terms_lists_unread(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four common terms (400 chunks each of 4,000, all of one length: flat impacts) and a rare one in
+    the 5 chunks that also hold the four, last in the store's order, so the lists' heads hold
+    none of their common parts: their sum read so far is far below their score. Scoring them
+    early gives a threshold above the common terms' bounds together, so no other chunk can
+    reach it and the search ends after one slice per term (reading on until their common
+    postings turned up took every list to its end)."""
+    import lamina_memory.pglists as pglists
+    import lamina_memory.pgtopk as pgtopk
+
+    common = ["alpha", "bravo", "charlie", "delta"]
+    chunks = [
+        Chunk(
+            id=f"c{i:04d}", text=f"{(common + ['other'] * 6)[i % 10]} qq{i}a qq{i}b qq{i}c qq{i}d"
         )
+        for i in range(3995)
+    ]
+    chunks += [Chunk(id=f"r{i}", text="rare alpha bravo charlie delta") for i in range(5)]
+    store = open_store(db_url)
+    store.add(chunks)
+    searches: list[Any] = []
+    real = pgtopk.TopK.run
+
+    def spy(self: Any) -> Any:
+        searches.append(self)
+        return real(self)
+
+    monkeypatch.setattr(pgtopk.TopK, "run", spy)
+    terms = analyse("rare alpha bravo charlie delta")
+    got = search(store, terms, 5)
+    assert [i for i, _ in got] == [f"r{i}" for i in range(5)]
+    want = brute(chunks, terms, frozenset(), None, ())[:5]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
+    (done,) = searches
+    assert done.read <= 5 * pglists.FIRST  # one slice per term, of 4,000 postings
+    assert done.scored <= 2 * 5 + 8
+    store.close()
+
+
+def _postings(store: SQLStore) -> list[tuple[Any, ...]]:
+    """The live postings, in the table or packed (one of each term and chunk at most)."""
+    assert store.search is not None
+    with store.db.read():
+        rows = store.db.rows("SELECT term, impact, seq, tf, nterms FROM lamina_chunk_postings")
+        rows += store.search.postings.packed.live()
+    # Impacts are ``real``: compared as float32 (the table's come back as their shortest text).
+    found = sorted((r[0], float(np.float32(r[1])), *r[2:]) for r in rows)
+    assert len({(r[0], r[2]) for r in found}) == len(found)
+    return found
 
 
 def test_writes_keep_the_postings_as_a_rebuild_makes_them(db_url: str) -> None:

@@ -19,11 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from lamina_memory.db import Database
+from lamina_memory.pgpacked import Packed
 
 #: BM25's constants, as the in-memory index (``index.py``) uses them.
 K1, B = 1.5, 0.75
-#: The postings' layout; another value in the meta table writes them again.
-POSTINGS = "impact-1"
+#: The postings' layout; another value in the meta table writes them again (but the previous
+#: layout, the same postings all in the table, is packed as it is).
+POSTINGS = "impact-2"
+_UNPACKED = "impact-1"
 #: Chunks whose postings are written per statement when a store gets them.
 POST_BATCH = 20_000
 
@@ -49,6 +52,7 @@ class Postings:
         self.index = f"{prefix}chunk_postings_impact"
         self.chunks = f"{prefix}chunks"
         self.meta = f"{prefix}meta"
+        self.packed = Packed(db, prefix)
 
     def _meta(self, key: str) -> str | None:
         row = self.db.one(f"SELECT value FROM {self.meta} WHERE key = ?", (key,))
@@ -69,12 +73,13 @@ class Postings:
     # -- schema ---------------------------------------------------------------------------
 
     def create(self) -> None:
-        """The table, if missing (the index comes with ``ensure`` or ``fill``)."""
+        """The tables, if missing (the index comes with ``ensure`` or ``fill``)."""
         self.db.execute(
             f"CREATE TABLE IF NOT EXISTS {self.table} (term TEXT NOT NULL, "
             "impact REAL NOT NULL, seq BIGINT NOT NULL, tf INTEGER NOT NULL, "
             "nterms INTEGER NOT NULL)"
         )
+        self.packed.create()
 
     def create_index(self) -> None:
         """The index a query reads each term's postings by, best first, without the table."""
@@ -86,7 +91,17 @@ class Postings:
     def ensure(self, progress: Progress | None = None) -> None:
         """Give the store its postings if it lacks them (or has another layout)."""
         self.create()
-        if self._meta("postings") != POSTINGS:
+        layout = self._meta("postings")
+        if layout == _UNPACKED:  # the same postings, in the table: packed as they are
+            found = self.db.one(f"SELECT count(*) FROM {self.table}")
+            total = int(found[0]) if found else 0
+            if progress is not None:
+                progress(0, total)
+            self.packed.pack(truncate=True)
+            self._set_meta("postings", POSTINGS)
+            if progress is not None:
+                progress(total, total)
+        elif layout != POSTINGS:
             self.fill(progress)
         self.create_index()
 
@@ -124,6 +139,7 @@ class Postings:
         reference average length (None: the next write's)."""
         self.db.execute(f"DROP INDEX IF EXISTS {self.index}")
         self.db.execute(f"TRUNCATE {self.table}")
+        self.packed.clear()
         if avgdl is None:
             self.db.execute(f"DELETE FROM {self.meta} WHERE key = 'postings_avgdl'")
         else:
@@ -140,8 +156,10 @@ class Postings:
             self._insert("c.seq > ? AND c.seq <= ?", (after, upto), ref)
 
     def finish(self) -> None:
-        """Mark the postings complete and build their index."""
+        """Mark the postings complete, pack them into one run and build the (then empty)
+        table's index."""
         self._set_meta("postings", POSTINGS)
+        self.packed.pack(truncate=True)
         self.create_index()
 
     # -- writes ---------------------------------------------------------------------------
@@ -168,6 +186,7 @@ class Postings:
         ref = self.ref()
         if ref is None or not ids:
             return
+        self.packed.stale(ids)
         self.db.execute(
             f"DELETE FROM {self.table} p USING (SELECT u.term, {self._impact()} AS impact, "
             f"c.seq FROM {self.chunks} c CROSS JOIN LATERAL unnest(c.terms, c.tfs) AS "
@@ -188,3 +207,5 @@ class Postings:
             self.set_ref(int(length or 0) / n if n else 1.0)
             ref = self.ref() or 1.0
         self._insert("c.id = ANY(?::text[])", (ids,), ref)
+        if self.packed.due():
+            self.packed.pack()

@@ -13,8 +13,9 @@ from typing import Any
 from attrs import frozen
 
 from lamina_memory.db import Database
+from lamina_memory.pglists import QueryTerm, ints
 from lamina_memory.pgpostings import K1, B, Postings
-from lamina_memory.pgtopk import QueryTerm, TopK
+from lamina_memory.pgtopk import TopK
 
 #: The most neighbours pgvector's HNSW scan may return (``hnsw.ef_search`` at most 1,000).
 _EF_MAX = 1_000
@@ -72,20 +73,25 @@ class ChunkReads:
         frequency and the shortest chunk it was ever written with: both only ever widen, so
         the bound holds)."""
         out = []
-        for t, d, most, shortest in self.db.rows(
-            f"SELECT term, df, max_tf, min_len FROM {self.terms} WHERE term = ANY(?)", (unique,)
+        packed = self.postings.packed.table
+        for t, d, most, shortest, runs in self.db.rows(
+            f"SELECT t.term, t.df, t.max_tf, t.min_len, ARRAY(SELECT k.run FROM {packed} k "
+            f"WHERE k.term = t.term AND k.blk = 0 ORDER BY k.run) FROM {self.terms} t "
+            "WHERE t.term = ANY(?)",
+            (unique,),
         ):
             idf = math.log(1 + (n - int(d) + 0.5) / (int(d) + 0.5))
             part = 1.0  # the term-frequency part is below 1
             if most is not None and shortest is not None:
                 part = most / (most + K1 * (1 - B + B * shortest / avgdl))
             out.append(
-                QueryTerm(
+                QueryTerm.make(
                     name=str(t),
                     df=int(d),
                     idf=idf,
                     bound=idf * part,
                     most=None if most is None else int(most),
+                    runs=[int(r) for r in runs or []],
                 )
             )
         return sorted(out, key=lambda t: (t.df, t.name))
@@ -136,6 +142,8 @@ class ChunkReads:
         search = TopK(
             db=self.db,
             postings=self.postings.table,
+            packed=self.postings.packed.table,
+            stale_table=self.postings.packed.stale_table,
             chunks=self.chunks,
             terms=known,
             avgdl=avgdl,
@@ -203,7 +211,7 @@ class ChunkReads:
             "ORDER BY c.seq DESC LIMIT ?) UNION ALL "
             f"(SELECT {cols} FROM {self.chunks} c WHERE c.seq > h.seq "
             "ORDER BY c.seq LIMIT ?)) n",
-            (list(seqs), *params, reach, *params, reach),
+            (ints(seqs), *params, reach, *params, reach),
         )
         out: dict[int, list[Hit]] = {}
         for r in rows:

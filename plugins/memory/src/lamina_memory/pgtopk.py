@@ -1,19 +1,23 @@
-"""Exact BM25 top-k on PostgreSQL, best first, from the impact-ordered postings (``pgpostings``).
+"""Exact BM25 top-k on PostgreSQL, best first, from the impact-ordered postings (``pgpostings``,
+packed in runs of blocks by ``pgpacked``, read by ``pglists``).
 
-Each query term's postings are read highest impact first, a slice at a time (one statement
-for all the terms, the postings index alone, no chunk row). What was read gives every chunk
-seen a lower bound (the exact parts of the terms it was seen under) and an upper bound (plus,
-for each term it was not seen under, the most that term's unread postings can be worth: the
-term's idf times the bound of the last impact read, or, if lower, the part of the term's
-highest frequency in a chunk of that length); a chunk never seen can reach at most the sum of
-the terms' bounds. The lists go deeper until that sum falls below the ``limit``-th best lower
-bound (and further while the next slices cost less than scoring the chunks whose upper bound
-still reaches it: a posting read costs about an eighth of a chunk scored); then the chunks
-whose upper bound reaches the ``limit``-th best exact score are scored exactly, on their rows,
-with the caller's permissions and filters (so the threshold is always among chunks the caller
-may see), and the search ends once no unseen chunk can reach that score, or every posting of
-every term was read. The result is the exact top: the same chunks, order and scores as
-scoring every chunk holding a query term.
+Each query term's lists (the postings table's, a slice at a time, and each packed run's, a
+few blocks at a time) are read highest impact first, all the terms' next reads in two
+statements. What was read gives every chunk seen a lower bound (the exact parts of the terms
+it was seen under) and an upper bound (plus, for each term it was not seen under, the most
+that term's unread postings can be worth: the term's idf times the bound of the lowest impact
+read last in any of its open lists, or, if lower, the part of the term's highest frequency in
+a chunk of that length); a chunk never seen can reach at most the sum of the terms' bounds.
+The chunks with the ``limit`` best lower bounds are scored exactly early (their score is often
+far above what was read of it), which gives a threshold: the ``limit``-th best exact score.
+The lists go deeper until the sum of the bounds falls below it, reading only the terms whose
+bounds the others' cannot make up for (MaxScore: the open terms by bound, lowest first, that
+add up to less than the threshold are left), and further while the next reads cost less than
+scoring the chunks whose upper bound still reaches it; then those chunks are scored exactly,
+on their rows, with the caller's permissions and filters (so the threshold is always among
+chunks the caller may see), best upper bound first, and the search ends once no unseen chunk
+can reach the threshold, or every posting of every term was read. The result is the exact
+top: the same chunks, order and scores as scoring every chunk holding a query term.
 """
 
 from __future__ import annotations
@@ -25,32 +29,25 @@ from typing import Any
 from attrs import define, field
 
 from lamina_memory.db import Database
-from lamina_memory.pgpostings import K1, B, impact_bound
+from lamina_memory.pglists import QueryTerm, ints, read_lists, stale_seqs
+from lamina_memory.pgpostings import K1, B
 
-#: Postings of each term in its first slice (at least; the request's limit if more).
-FIRST = 64
 #: Chunks scored exactly per statement.
 CHECK_BATCH = 1024
-#: What scoring a chunk on its row costs, in postings read (measured: about 8 µs against 1).
+#: What scoring a chunk on its row costs, in postings read from the table (about 5 µs against
+#: 0.3 µs with the client's work on it; a packed posting costs a sixteenth of one).
 SCORE_COST = 8
+#: Terms per word of a chunk's flags (the terms it was seen under).
+_BITS = 32
 #: Room for floating-point rounding when bounds and scores are compared.
 _EPS = 1e-9
 
 
-@define(kw_only=True)
-class QueryTerm:
-    """A query term: its name, idf, and the bound of a posting not read yet (from the term
-    table's largest frequency and shortest chunk before the first slice)."""
+def _state(words: int) -> Any:
+    """What a search keeps of each chunk seen (a numpy record)."""
+    import numpy as np
 
-    name: str
-    df: int
-    idf: float
-    bound: float
-    #: The highest frequency the term was ever written with (None: unknown).
-    most: int | None = None
-    depth: int = 0
-    done: bool = False
-    last: tuple[float, int] = (math.inf, -1)
+    return np.dtype([("known", "f8"), ("length", "f8"), ("under", "u8", (words,))])
 
 
 @define(kw_only=True)
@@ -60,6 +57,8 @@ class TopK:
 
     db: Database
     postings: str
+    packed: str
+    stale_table: str
     chunks: str
     terms: list[QueryTerm]
     avgdl: float
@@ -69,24 +68,32 @@ class TopK:
     #: the filters' SQL over ``c`` and their parameters.
     score: tuple[str, list[Any]]
     where: tuple[str, list[Any]]
-    seqs: list[Any] = field(factory=list)
-    which: list[Any] = field(factory=list)
-    parts: list[Any] = field(factory=list)
-    lengths: list[Any] = field(factory=list)
+    #: The postings read since the chunks seen were last brought up to date.
+    fresh: list[tuple[int, Any, Any, Any]] = field(factory=list)
+    #: The chunks seen (their seqs in order) and, for each, the sum of the parts read, its
+    #: length and the terms it was seen under (bits of ``under``: one word per 32 terms).
+    unique: Any = None
+    state: Any = None
     checked: set[int] = field(factory=set)
     #: The best chunks checked so far: (exact score, seq), best first.
     best: list[tuple[float, int]] = field(factory=list)
+    #: The stale seqs and the run below which each one's packed postings are dead.
+    stale: tuple[Any, Any] = field(factory=lambda: ((), ()))
     #: Postings read and chunks scored (what a test counts).
     read: int = 0
     scored: int = 0
 
     def run(self) -> list[tuple[Any, ...]]:
         grow = list(range(len(self.terms)))
+        if any(c.run is not None for t in self.terms for c in t.lists):
+            self.stale = stale_seqs(self.db, self.stale_table)
         while True:
             self._read(grow)
             seen = self._seen()
             outside = sum(t.bound for t in self.terms)
             finished = all(t.done for t in self.terms)
+            if not finished and outside + _EPS >= self._theta():
+                self._probe(seen[0], seen[1])
             estimate = self._estimate(seen[1])
             if not finished and outside + _EPS >= estimate:
                 grow = self._deeper()  # no chunk is sure to beat the unseen ones yet
@@ -102,84 +109,115 @@ class TopK:
     # -- the postings -----------------------------------------------------------------------
 
     def _read(self, grow: list[int]) -> None:
-        """The next slice of each of the terms ``grow`` (as deep again as read so far), one
-        row of arrays per term."""
-        import numpy as np
+        """The next postings of each list of the terms ``grow``, with each one's exact part."""
 
-        take = [max(FIRST, self.limit, self.terms[i].depth) for i in grow]
-        rows = self.db.rows(
-            "SELECT q.i, p.* FROM unnest(?::text[], ?::real[], ?::bigint[], ?::int[], "
-            "?::int[]) AS q(term, impact, seq, take, i) CROSS JOIN LATERAL (SELECT "
-            "array_agg(seq), array_agg(tf), array_agg(nterms), array_agg(impact) FROM ("
-            f"SELECT seq, tf, nterms, impact FROM {self.postings} "
-            "WHERE term = q.term AND impact <= q.impact AND (impact < q.impact OR seq > q.seq) "
-            "ORDER BY impact DESC, seq LIMIT q.take) x) p",
-            (
-                [self.terms[i].name for i in grow],
-                [self.terms[i].last[0] for i in grow],
-                [self.terms[i].last[1] for i in grow],
-                take,
-                grow,
-            ),
-            binary=True,
-        )
-        found = {int(r[0]): r[1:] for r in rows if r[1] is not None}
         a, c = K1 * (1 - B), K1 * B / self.avgdl
-        for i, want in zip(grow, take, strict=True):
-            term = self.terms[i]
-            seqs_, tfs_, lengths_, impacts_ = found.get(i, ([], [], [], []))
-            got = len(seqs_)
-            self.read += got
-            term.depth += got
-            if got:
-                seqs = np.array(seqs_, dtype=np.int64)
-                tf = np.array(tfs_, dtype=np.float64)
-                impacts = np.array(impacts_, dtype=np.float64)
-                self.seqs.append(seqs)
-                self.which.append(np.full(got, i, dtype=np.int64))
-                length = np.array(lengths_, dtype=np.float64)
-                self.lengths.append(length)
-                self.parts.append(term.idf * tf / (tf + (a + c * length)))
-            if got < want:
-                term.done, term.bound = True, 0.0
-                continue
-            low = float(impacts.min())  # the last read: lowest impact, then latest seq
-            term.last = (low, int(seqs[impacts == low].max()))
-            term.bound = term.idf * impact_bound(low, self.ref, self.avgdl)
+        for i, seqs, tf, length in read_lists(
+            self.db,
+            postings=self.postings,
+            packed=self.packed,
+            terms=self.terms,
+            grow=grow,
+            limit=self.limit,
+            stale=self.stale,
+            ref=self.ref,
+            avgdl=self.avgdl,
+        ):
+            self.read += len(seqs)
+            self.fresh.append((i, seqs, self.terms[i].idf * tf / (tf + (a + c * length)), length))
 
     def _seen(self) -> tuple[Any, Any, Any]:
         """Each chunk seen, the sum of its parts read, and its upper bound: those plus, for
         each term it was not seen under, the most that term's unread postings can add to a
         chunk of its length (the term's last impact read, or its highest frequency in a chunk
-        of that length, whichever is lower)."""
+        of that length, whichever is lower). The postings read since the last call are
+        merged into what was seen before (in the chunks' order)."""
         import numpy as np
 
-        seqs, which = np.concatenate(self.seqs), np.concatenate(self.which)
-        parts, lengths = np.concatenate(self.parts), np.concatenate(self.lengths)
-        self.seqs, self.which, self.parts, self.lengths = [seqs], [which], [parts], [lengths]
-        unique, inverse = np.unique(seqs, return_inverse=True)
-        known = np.bincount(inverse, weights=parts, minlength=len(unique))
-        length = np.zeros(len(unique))
-        length[inverse] = lengths
+        words = (len(self.terms) + _BITS - 1) // _BITS
+        if self.unique is None:
+            self.unique = np.zeros(0, dtype=np.int64)
+            self.state = np.zeros(0, dtype=_state(words))
+        if self.fresh:
+            self._merge(np, words)
         a, c = K1 * (1 - B), K1 * B / self.avgdl
+        known, length, under = self.state["known"], self.state["length"], self.state["under"]
         ups = known.copy()
         for i, t in enumerate(self.terms):
-            if t.bound <= 0:
+            bound = t.bound
+            if bound <= 0:
                 continue
-            cap: Any = t.bound
+            cap: Any = bound
             if t.most is not None:
-                cap = np.minimum(t.bound, t.idf * t.most / (t.most + (a + c * length)))
-            unseen = np.ones(len(unique), dtype=bool)
-            unseen[inverse[which == i]] = False
-            ups += np.where(unseen, cap, 0.0)
-        return unique, known, ups
+                cap = np.minimum(bound, t.idf * t.most / (t.most + (a + c * length)))
+            seen = (under[:, i // _BITS] >> np.uint64(i % _BITS)) & np.uint64(1)
+            ups += np.where(seen.astype(bool), 0.0, cap)
+        return self.unique, known, ups
+
+    def _merge(self, np: Any, words: int) -> None:
+        """Add the postings read since the last call to the chunks seen."""
+        seqs = np.concatenate([f[1] for f in self.fresh])
+        parts = np.concatenate([f[2] for f in self.fresh])
+        lengths = np.concatenate([f[3] for f in self.fresh])
+        which = np.concatenate([np.full(len(f[1]), f[0], dtype=np.int64) for f in self.fresh])
+        self.fresh = []
+        new, inverse = np.unique(seqs, return_inverse=True)
+        got = np.zeros(len(new), dtype=_state(words))
+        got["known"] = np.bincount(inverse, weights=parts, minlength=len(new))
+        got["length"][inverse] = lengths
+        # A chunk has one posting of a term at most: the sum of its terms' bits is their union
+        # (exact in floating point, 32 bits to a word).
+        bits = np.ldexp(1.0, which % _BITS)
+        for w in range(words):
+            mine = which // _BITS == w
+            got["under"][:, w] = np.bincount(
+                inverse[mine], weights=bits[mine], minlength=len(new)
+            ).astype(np.uint64)
+        at = np.searchsorted(self.unique, new)
+        old = at < len(self.unique)
+        old[old] = self.unique[at[old]] == new[old]
+        into = at[old]
+        self.state["known"][into] += got["known"][old]
+        self.state["under"][into] |= got["under"][old]
+        add = ~old
+        self.unique = np.insert(self.unique, at[add], new[add])
+        self.state = np.insert(self.state, at[add], got[add])
 
     def _deeper(self) -> list[int]:
-        """The terms to read further: those whose unread postings could add the most (at
-        least half the largest such bound)."""
+        """The terms to read further. With a threshold, only the essential ones (MaxScore):
+        the open terms by bound, lowest first, whose bounds add up to less than the threshold
+        cannot lift a chunk to it by themselves, so a chunk unseen in every other list can
+        only reach it once the others' bounds fall: those others are read (the rarest of them
+        first, as they are the shortest). Without a threshold, those whose unread postings
+        could add the most (at least half the largest such bound)."""
         open_ = [i for i, t in enumerate(self.terms) if not t.done]
+        theta = self._theta()
+        if theta > -math.inf:
+            spare, essential = 0.0, []
+            for i in sorted(open_, key=lambda i: self.terms[i].bound):
+                spare += self.terms[i].bound
+                if spare + _EPS >= theta:
+                    essential.append(i)
+            if essential:
+                return sorted(essential)
         most = max(self.terms[i].bound for i in open_)
         return [i for i in open_ if self.terms[i].bound >= most / 2]
+
+    def _probe(self, unique: Any, known: Any) -> None:
+        """Score exactly the chunks seen with the ``limit`` best lower bounds, if not yet
+        scored: a threshold early (the sum of their parts read so far is often far below
+        their score, as their other terms' postings lie deep in long lists)."""
+        import numpy as np
+
+        if len(unique) == 0:
+            return
+        fresh = unique
+        if len(known) > self.limit:
+            fresh = unique[np.argpartition(-known, self.limit - 1)[: self.limit]]
+        if self.checked:
+            fresh = fresh[~np.isin(fresh, np.fromiter(self.checked, dtype=np.int64))]
+        if len(fresh):
+            self._score(fresh.tolist())
 
     def _cheaper_to_read(self, ups: Any, at: float) -> bool:
         """Whether reading the next slices (which lowers the chunks' upper bounds) costs less
@@ -187,7 +225,7 @@ class TopK:
         many = int((ups + _EPS >= at).sum()) - len(self.checked)
         if many <= 2 * self.limit + 8:
             return False
-        step = sum(max(FIRST, self.limit, self.terms[i].depth) for i in self._deeper())
+        step = sum(self.terms[i].cost(self.limit) for i in self._deeper())
         return many * SCORE_COST > step
 
     def _estimate(self, known: Any) -> float:
@@ -212,16 +250,18 @@ class TopK:
         import numpy as np
 
         keep = ups + _EPS >= self._theta()
-        if self.checked:
-            keep &= ~np.isin(unique, np.fromiter(self.checked, dtype=np.int64))
         unique, ups = unique[keep], ups[keep]
+        if self.checked:
+            keep = ~np.isin(unique, np.fromiter(self.checked, dtype=np.int64))
+            unique, ups = unique[keep], ups[keep]
         order = np.lexsort((unique, -ups))
         pending, ups = unique[order].tolist(), ups[order].tolist()
         at = 0
         while at < len(pending):
             theta = self._theta()
-            # Below ``limit`` checked there is no threshold yet: a few more than are missing.
-            size = CHECK_BATCH if theta > -math.inf else 2 * (self.limit - len(self.best)) + 8
+            # The first batch a few more than ``limit`` (the best of them set the threshold:
+            # often every chunk after them falls below it), then larger ones.
+            size = CHECK_BATCH if at else self.limit + 8
             end = min(at + size, len(pending))
             while end > at and ups[end - 1] + _EPS < theta:
                 end -= 1
@@ -237,7 +277,7 @@ class TopK:
         rows = self.db.rows(
             f"SELECT c.seq, s.score FROM {self.chunks} c {score_sql} "
             f"WHERE c.seq = ANY(?::bigint[]) AND {where_sql}",
-            (*score_params, list(seqs), *where_params),
+            (*score_params, ints(seqs), *where_params),
         )
         self.checked.update(seqs)
         self.scored += len(seqs)
@@ -254,7 +294,7 @@ class TopK:
             for r in self.db.rows(
                 "SELECT id, seq, session, text, time, salience FROM "
                 f"{self.chunks} WHERE seq = ANY(?::bigint[])",
-                ([seq for _, seq in self.best],),
+                (ints(seq for _, seq in self.best),),
             )
         }
         return [(*found[seq][:6], score) for score, seq in self.best if seq in found]
