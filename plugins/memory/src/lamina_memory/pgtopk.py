@@ -43,13 +43,6 @@ _BITS = 32
 _EPS = 1e-9
 
 
-def _state(words: int) -> Any:
-    """What a search keeps of each chunk seen (a numpy record)."""
-    import numpy as np
-
-    return np.dtype([("known", "f8"), ("length", "f8"), ("under", "u8", (words,))])
-
-
 @define(kw_only=True)
 class TopK:
     """One search: the terms, the postings read so far (numpy arrays: the chunk, the term and
@@ -70,10 +63,15 @@ class TopK:
     where: tuple[str, list[Any]]
     #: The postings read since the chunks seen were last brought up to date.
     fresh: list[tuple[int, Any, Any, Any]] = field(factory=list)
-    #: The chunks seen (their seqs in order) and, for each, the sum of the parts read, its
-    #: length and the terms it was seen under (bits of ``under``: one word per 32 terms).
+    #: The chunks seen (their seqs, as first seen) and, for each, the sum of the parts read,
+    #: its length and the terms it was seen under (bits of ``under``: a word per 32 terms).
     unique: Any = None
-    state: Any = None
+    known: Any = None
+    length: Any = None
+    under: Any = None
+    #: Each seq's place in ``unique`` plus one (0: not seen), grown as larger seqs are read:
+    #: 4 bytes per seq up to the largest read, its pages untouched where none was.
+    slot: Any = None
     checked: set[int] = field(factory=set)
     #: The best chunks checked so far: (exact score, seq), best first.
     best: list[tuple[float, int]] = field(factory=list)
@@ -137,51 +135,60 @@ class TopK:
         words = (len(self.terms) + _BITS - 1) // _BITS
         if self.unique is None:
             self.unique = np.zeros(0, dtype=np.int64)
-            self.state = np.zeros(0, dtype=_state(words))
+            self.known, self.length = np.zeros(0), np.zeros(0)
+            self.under = np.zeros((0, words), dtype=np.uint64)
+            self.slot = np.zeros(0, dtype=np.int32)
         if self.fresh:
             self._merge(np, words)
         a, c = K1 * (1 - B), K1 * B / self.avgdl
-        known, length, under = self.state["known"], self.state["length"], self.state["under"]
-        ups = known.copy()
+        ups = self.known.copy()
         for i, t in enumerate(self.terms):
             bound = t.bound
             if bound <= 0:
                 continue
             cap: Any = bound
             if t.most is not None:
-                cap = np.minimum(bound, t.idf * t.most / (t.most + (a + c * length)))
-            seen = (under[:, i // _BITS] >> np.uint64(i % _BITS)) & np.uint64(1)
+                cap = np.minimum(bound, t.idf * t.most / (t.most + (a + c * self.length)))
+            seen = (self.under[:, i // _BITS] >> np.uint64(i % _BITS)) & np.uint64(1)
             ups += np.where(seen.astype(bool), 0.0, cap)
-        return self.unique, known, ups
+        return self.unique, self.known, ups
 
     def _merge(self, np: Any, words: int) -> None:
-        """Add the postings read since the last call to the chunks seen."""
+        """Add the postings read since the last call to the chunks seen (no sort of them: each
+        seq's place is looked up in ``slot``)."""
         seqs = np.concatenate([f[1] for f in self.fresh])
         parts = np.concatenate([f[2] for f in self.fresh])
         lengths = np.concatenate([f[3] for f in self.fresh])
         which = np.concatenate([np.full(len(f[1]), f[0], dtype=np.int64) for f in self.fresh])
         self.fresh = []
-        new, inverse = np.unique(seqs, return_inverse=True)
-        got = np.zeros(len(new), dtype=_state(words))
-        got["known"] = np.bincount(inverse, weights=parts, minlength=len(new))
-        got["length"][inverse] = lengths
+        if not len(seqs):
+            return
+        top = int(seqs.max()) + 1
+        if top > len(self.slot):
+            grown = np.zeros(max(top, 2 * len(self.slot)), dtype=np.int32)
+            grown[: len(self.slot)] = self.slot
+            self.slot = grown
+        new = np.sort(seqs[self.slot[seqs] == 0])
+        if len(new) > 1:  # without repeats (np.unique hashes: slower here than a sort)
+            new = new[np.concatenate(([True], new[1:] != new[:-1]))]
+        n = len(self.unique)
+        self.slot[new] = np.arange(n + 1, n + 1 + len(new), dtype=np.int32)
+        self.unique = np.concatenate([self.unique, new])
+        self.known = np.concatenate([self.known, np.zeros(len(new))])
+        self.length = np.concatenate([self.length, np.zeros(len(new))])
+        self.under = np.concatenate([self.under, np.zeros((len(new), words), dtype=np.uint64)])
+        at = self.slot[seqs].astype(np.int64) - 1
+        size = len(self.unique)
+        self.known += np.bincount(at, weights=parts, minlength=size)
+        self.length[at] = lengths
         # A chunk has one posting of a term at most: the sum of its terms' bits is their union
         # (exact in floating point, 32 bits to a word).
         bits = np.ldexp(1.0, which % _BITS)
         for w in range(words):
             mine = which // _BITS == w
-            got["under"][:, w] = np.bincount(
-                inverse[mine], weights=bits[mine], minlength=len(new)
-            ).astype(np.uint64)
-        at = np.searchsorted(self.unique, new)
-        old = at < len(self.unique)
-        old[old] = self.unique[at[old]] == new[old]
-        into = at[old]
-        self.state["known"][into] += got["known"][old]
-        self.state["under"][into] |= got["under"][old]
-        add = ~old
-        self.unique = np.insert(self.unique, at[add], new[add])
-        self.state = np.insert(self.state, at[add], got[add])
+            self.under[:, w] += np.bincount(at[mine], weights=bits[mine], minlength=size).astype(
+                np.uint64
+            )
 
     def _deeper(self) -> list[int]:
         """The terms to read further. With a threshold, only the essential ones (MaxScore):
