@@ -159,3 +159,42 @@ def test_a_process_that_assembles_again_counts_with_tiktoken_from_then_on(tmp_pa
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert "FIRST False" in out.stdout, out.stdout + out.stderr
     assert "SECOND True" in out.stdout and "THIRD True" in out.stdout, out.stdout + out.stderr
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
+
+
+def test_the_example_prints_the_same_with_lamina_caches_off_cold_and_warm(tmp_path):
+    """``lamina assemble`` on the example (every installed plugin) gives the same bytes
+    whether its caches (compiled code, entry points, the manifest) are off, being filled or
+    read back."""
+    import shutil
+
+    copy = tmp_path / "workspace"
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("ledger.db*"))
+    config = str(copy / "lamina.toml")
+    off = {**os.environ, "LAMINA_CACHE_DIR": ""}
+    on = {**os.environ, "LAMINA_CACHE_DIR": str(tmp_path / "cache")}
+    session = str(copy / "sessions" / "demo.jsonl")
+    ledger = ["ledger", "import", session, "--session", "demo", "--config", config]
+    imported = subprocess.run(
+        [sys.executable, "-m", "lamina", *ledger],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=off,
+    )
+    assert imported.returncode == 0, imported.stderr
+    args = [sys.executable, "-m", "lamina", "assemble", "--config", config, "--format", "text"]
+    args += ["--time", "2026-03-01T09:00:00+00:00", "--message", "Compare staging with prod."]
+    runs = [
+        subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+        for env in (off, on, on)
+    ]
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+    assert (
+        runs[0].stdout == runs[1].stdout == runs[2].stdout and "Compare staging" in runs[0].stdout
+    )
+    made = {p.relative_to(tmp_path / "cache").parts[0] for p in (tmp_path / "cache").rglob("*.*")}
+    assert {"code", "plugins", "workspace"} <= made, made
