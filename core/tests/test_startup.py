@@ -93,6 +93,7 @@ LAZY = (
     "lamina_loom.api",
     "lamina_workspace.cli",
     "lamina_ledger.store",
+    "zoneinfo",  # (an event in UTC, the default)
 )
 
 

@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from attrs import evolve
 
@@ -25,14 +24,23 @@ def event_time(request: AssemblyRequest, now: datetime) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
+def local_time(when: datetime, timezone: str) -> datetime:
+    """``when`` in ``timezone`` (UTC when it is unknown); zoneinfo is imported only for a
+    zone other than UTC (its import is a noticeable part of a command's start)."""
+    if timezone in ("UTC", "Etc/UTC"):
+        return when.astimezone(UTC)
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return when.astimezone(ZoneInfo(timezone))
+    except (ZoneInfoNotFoundError, ValueError):
+        return when.astimezone(UTC)
+
+
 def event_lines(request: AssemblyRequest, now: datetime) -> list[str]:
     """The dynamic context lines that precede the event content."""
     event = request.event
-    when = event_time(request, now)
-    try:
-        when = when.astimezone(ZoneInfo(event.timezone))
-    except (ZoneInfoNotFoundError, ValueError):
-        when = when.astimezone(UTC)
+    when = local_time(event_time(request, now), event.timezone)
     lines = [f"Current time: {when.isoformat()}", f"Timezone: {event.timezone}"]
     if request.role == "manager":
         if event.channel:
