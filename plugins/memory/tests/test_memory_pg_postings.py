@@ -234,6 +234,40 @@ def test_a_threshold_found_early_leaves_the_common_terms_lists_unread(
     store.close()
 
 
+def test_chunks_whose_score_the_postings_give_are_not_scored_on_their_rows(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """300 copies of one text (one score) after 300 other chunks: once every list is read,
+    each copy's score is known from its postings, so only the first copies the caller may
+    see are checked (the earliest two are hidden from it), not all 300 tied ones."""
+    import lamina_memory.pgtopk as pgtopk
+
+    chunks = [Chunk(id=f"o{i:03d}", text=f"alpha other{i} words") for i in range(300)]
+    chunks += [
+        Chunk(id=f"c{i:03d}", text="alpha beta gamma", acl=("ops",) if i < 2 else ())
+        for i in range(300)
+    ]
+    store = open_store(db_url)
+    store.add(chunks)
+    searches: list[Any] = []
+    real = pgtopk.TopK.run
+
+    def spy(self: Any) -> Any:
+        searches.append(self)
+        return real(self)
+
+    monkeypatch.setattr(pgtopk.TopK, "run", spy)
+    terms = analyse("alpha beta gamma")
+    got = search(store, terms, 5)
+    want = brute(chunks, terms, frozenset(), None, ())[:5]
+    assert [i for i, _ in got] == [f"c{i:03d}" for i in range(2, 7)] == [i for i, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
+    (done,) = searches
+    assert all(t.done for t in done.terms)
+    assert done.scored <= 3 * 5 + 16  # the early threshold's, then a batch: not the 300
+    store.close()
+
+
 def _postings(store: SQLStore) -> list[tuple[Any, ...]]:
     """The live postings, in the table or packed (one of each term and chunk at most)."""
     assert store.search is not None

@@ -1,7 +1,9 @@
 """The impact-ordered postings of store-side BM25 on PostgreSQL: one row per (term, chunk) in
 ``lamina_chunk_postings``, indexed by term and impact (highest first), which ``pgtopk`` reads
 best-first so that a query scores the few chunks that can reach its top instead of every
-chunk holding a query term.
+chunk holding a query term. The table holds the latest postings only: once it holds enough,
+they are packed into runs of blocks (``pgpacked``); a store whose postings are all in the
+table (the previous layout) packs them when it opens.
 
 A posting's ``impact`` is the term-frequency part of the chunk's BM25 for that term,
 ``tf / (tf + k1 × (1 - b + b × nterms / avgdl))``, computed with the average length the store

@@ -31,14 +31,14 @@ from attrs import define, field
 from lamina_memory.db import Database
 from lamina_memory.pglists import QueryTerm, ints, read_lists, stale_seqs
 from lamina_memory.pgpostings import K1, B
+from lamina_memory.pgseen import Seen
 
 #: Chunks scored exactly per statement.
 CHECK_BATCH = 1024
 #: What scoring a chunk on its row costs, in postings read from the table (about 5 µs against
-#: 0.3 µs with the client's work on it; a packed posting costs a sixteenth of one).
-SCORE_COST = 8
-#: Terms per word of a chunk's flags (the terms it was seen under).
-_BITS = 32
+#: 0.3 µs; set higher, as reading on often leaves a chunk with its score known and no row to
+#: score: 24 read the fewest postings for the time on the scale benchmark, next to 8 and 64).
+SCORE_COST = 24
 #: Room for floating-point rounding when bounds and scores are compared.
 _EPS = 1e-9
 
@@ -61,17 +61,8 @@ class TopK:
     #: the filters' SQL over ``c`` and their parameters.
     score: tuple[str, list[Any]]
     where: tuple[str, list[Any]]
-    #: The postings read since the chunks seen were last brought up to date.
-    fresh: list[tuple[int, Any, Any, Any]] = field(factory=list)
-    #: The chunks seen (their seqs, as first seen) and, for each, the sum of the parts read,
-    #: its length and the terms it was seen under (bits of ``under``: a word per 32 terms).
-    unique: Any = None
-    known: Any = None
-    length: Any = None
-    under: Any = None
-    #: Each seq's place in ``unique`` plus one (0: not seen), grown as larger seqs are read:
-    #: 4 bytes per seq up to the largest read, its pages untouched where none was.
-    slot: Any = None
+    #: The chunks seen, and what was read of each.
+    seen: Seen | None = None
     checked: set[int] = field(factory=set)
     #: The best chunks checked so far: (exact score, seq), best first.
     best: list[tuple[float, int]] = field(factory=list)
@@ -122,73 +113,33 @@ class TopK:
             avgdl=self.avgdl,
         ):
             self.read += len(seqs)
-            self.fresh.append((i, seqs, self.terms[i].idf * tf / (tf + (a + c * length)), length))
+            self._seen_().add(i, seqs, self.terms[i].idf * tf / (tf + (a + c * length)), length)
+
+    def _seen_(self) -> Seen:
+        if self.seen is None:
+            self.seen = Seen(len(self.terms))
+        return self.seen
 
     def _seen(self) -> tuple[Any, Any, Any]:
         """Each chunk seen, the sum of its parts read, and its upper bound: those plus, for
         each term it was not seen under, the most that term's unread postings can add to a
         chunk of its length (the term's last impact read, or its highest frequency in a chunk
-        of that length, whichever is lower). The postings read since the last call are
-        merged into what was seen before (in the chunks' order)."""
+        of that length, whichever is lower)."""
         import numpy as np
 
-        words = (len(self.terms) + _BITS - 1) // _BITS
-        if self.unique is None:
-            self.unique = np.zeros(0, dtype=np.int64)
-            self.known, self.length = np.zeros(0), np.zeros(0)
-            self.under = np.zeros((0, words), dtype=np.uint64)
-            self.slot = np.zeros(0, dtype=np.int32)
-        if self.fresh:
-            self._merge(np, words)
+        seen = self._seen_()
+        seen.update()
         a, c = K1 * (1 - B), K1 * B / self.avgdl
-        ups = self.known.copy()
+        ups = seen.known.copy()
         for i, t in enumerate(self.terms):
             bound = t.bound
             if bound <= 0:
                 continue
             cap: Any = bound
             if t.most is not None:
-                cap = np.minimum(bound, t.idf * t.most / (t.most + (a + c * self.length)))
-            seen = (self.under[:, i // _BITS] >> np.uint64(i % _BITS)) & np.uint64(1)
-            ups += np.where(seen.astype(bool), 0.0, cap)
-        return self.unique, self.known, ups
-
-    def _merge(self, np: Any, words: int) -> None:
-        """Add the postings read since the last call to the chunks seen (no sort of them: each
-        seq's place is looked up in ``slot``)."""
-        seqs = np.concatenate([f[1] for f in self.fresh])
-        parts = np.concatenate([f[2] for f in self.fresh])
-        lengths = np.concatenate([f[3] for f in self.fresh])
-        which = np.concatenate([np.full(len(f[1]), f[0], dtype=np.int64) for f in self.fresh])
-        self.fresh = []
-        if not len(seqs):
-            return
-        top = int(seqs.max()) + 1
-        if top > len(self.slot):
-            grown = np.zeros(max(top, 2 * len(self.slot)), dtype=np.int32)
-            grown[: len(self.slot)] = self.slot
-            self.slot = grown
-        new = np.sort(seqs[self.slot[seqs] == 0])
-        if len(new) > 1:  # without repeats (np.unique hashes: slower here than a sort)
-            new = new[np.concatenate(([True], new[1:] != new[:-1]))]
-        n = len(self.unique)
-        self.slot[new] = np.arange(n + 1, n + 1 + len(new), dtype=np.int32)
-        self.unique = np.concatenate([self.unique, new])
-        self.known = np.concatenate([self.known, np.zeros(len(new))])
-        self.length = np.concatenate([self.length, np.zeros(len(new))])
-        self.under = np.concatenate([self.under, np.zeros((len(new), words), dtype=np.uint64)])
-        at = self.slot[seqs].astype(np.int64) - 1
-        size = len(self.unique)
-        self.known += np.bincount(at, weights=parts, minlength=size)
-        self.length[at] = lengths
-        # A chunk has one posting of a term at most: the sum of its terms' bits is their union
-        # (exact in floating point, 32 bits to a word).
-        bits = np.ldexp(1.0, which % _BITS)
-        for w in range(words):
-            mine = which // _BITS == w
-            self.under[:, w] += np.bincount(at[mine], weights=bits[mine], minlength=size).astype(
-                np.uint64
-            )
+                cap = np.minimum(bound, t.idf * t.most / (t.most + (a + c * seen.length)))
+            ups += np.where(seen.seen_under(i), 0.0, cap)
+        return seen.seqs, seen.known, ups
 
     def _deeper(self) -> list[int]:
         """The terms to read further. With a threshold, only the essential ones (MaxScore):
@@ -252,8 +203,11 @@ class TopK:
 
     def _check(self, unique: Any, ups: Any) -> None:
         """Score exactly every chunk seen whose upper bound (its parts read, plus the bounds
-        of the terms it was not seen under) reaches the threshold, the most promising first
-        (the threshold rises as they are scored)."""
+        of the terms it was not seen under) reaches the threshold. A chunk seen under every
+        term with postings left has its score already (the parts added as the SQL adds them):
+        those are taken best first and only checked against the permissions and filters while
+        they can still enter the top; the others are scored on their rows, the most promising
+        first (the threshold rises as they are scored)."""
         import numpy as np
 
         keep = ups + _EPS >= self._theta()
@@ -261,6 +215,11 @@ class TopK:
         if self.checked:
             keep = ~np.isin(unique, np.fromiter(self.checked, dtype=np.int64))
             unique, ups = unique[keep], ups[keep]
+        seen = self._seen_()
+        places = seen.places(unique)
+        done = seen.resolved(places, [i for i, t in enumerate(self.terms) if not t.done])
+        self._take(unique[done], seen.exact(places[done]))
+        unique, ups = unique[~done], ups[~done]
         order = np.lexsort((unique, -ups))
         pending, ups = unique[order].tolist(), ups[order].tolist()
         at = 0
@@ -276,6 +235,44 @@ class TopK:
                 return
             self._score(pending[at:end])
             at = end
+
+    def _take(self, seqs: Any, scores: Any) -> None:
+        """The chunks ``seqs`` with their exact ``scores``, best first, while they can enter
+        the top: those the caller may see join it."""
+        import numpy as np
+
+        order = np.lexsort((seqs, -scores))
+        seqs, scores = seqs[order].tolist(), scores[order].tolist()
+        at = 0
+        while at < len(seqs):
+            end = at
+            while (
+                end < len(seqs)
+                and end - at < self.limit + 8
+                and self._enters(scores[end], seqs[end])
+            ):
+                end += 1
+            if end == at:
+                return
+            where_sql, where_params = self.where
+            rows = self.db.rows(
+                f"SELECT c.seq FROM {self.chunks} c WHERE c.seq = ANY(?::bigint[]) AND {where_sql}",
+                (ints(seqs[at:end]), *where_params),
+            )
+            self.checked.update(seqs[at:end])
+            self.scored += end - at
+            visible = {int(r[0]) for r in rows}
+            found = [(scores[k], seqs[k]) for k in range(at, end) if seqs[k] in visible]
+            self.best = sorted([*self.best, *found], key=lambda r: (-r[0], r[1]))
+            del self.best[self.limit :]
+            at = end
+
+    def _enters(self, score: float, seq: int) -> bool:
+        """Whether a chunk of that exact score and place would join the top now."""
+        if len(self.best) < self.limit:
+            return True
+        kth = self.best[self.limit - 1]
+        return score > kth[0] or (score == kth[0] and seq < kth[1])
 
     def _score(self, seqs: Sequence[int]) -> None:
         """The exact scores of the chunks ``seqs`` the caller may see."""
