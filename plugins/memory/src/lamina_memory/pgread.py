@@ -212,6 +212,7 @@ class ChunkReads:
             f"(SELECT {cols} FROM {self.chunks} c WHERE c.seq > h.seq "
             "ORDER BY c.seq LIMIT ?)) n",
             (ints(seqs), *params, reach, *params, reach),
+            binary=True,
         )
         out: dict[int, list[Hit]] = {}
         for r in rows:
