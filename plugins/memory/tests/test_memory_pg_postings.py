@@ -319,3 +319,28 @@ def test_a_store_without_postings_gets_them_when_it_opens(
     assert _postings(store) == before
     assert [i for i, _ in search(store, analyse("garden note 3"), 2)] == ["c3", "c0"]
     store.close()
+
+
+def test_a_store_with_its_postings_all_in_the_table_packs_them_when_it_opens(
+    db_url: str,
+) -> None:
+    """The previous layout (every posting a row of the table, no packed table): opening the
+    store packs them, with progress, and the search reads them packed."""
+    store = open_store(db_url)
+    chunks = [Chunk(id=f"c{i}", text=f"note {i} on the garden") for i in range(10)]
+    store.add(chunks)
+    before = _postings(store)
+    with store.db.write():
+        store.db.execute("DROP TABLE lamina_chunk_packed, lamina_chunk_stale")
+        store.db.execute("UPDATE lamina_meta SET value = 'impact-1' WHERE key = 'postings'")
+    store.close()
+    seen: list[tuple[int, int]] = []
+    store = open_store(db_url, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, len(before)), (len(before), len(before))]
+    with store.db.read():
+        left = store.db.one("SELECT count(*) FROM lamina_chunk_postings")
+        layout = store.db.one("SELECT value FROM lamina_meta WHERE key = 'postings'")
+    assert left == (0,) and layout == ("impact-2",)
+    assert _postings(store) == before
+    assert [i for i, _ in search(store, analyse("garden note 3"), 2)] == ["c3", "c0"]
+    store.close()
