@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -134,32 +133,6 @@ def test_assemble_counts_without_building_tiktoken(tmp_path):
         out = assemble(code, tmp_path / "lamina.toml", "text", env)
         assert "BUILT 0" in out.stdout, out.stdout + out.stderr
     assert len(list((tmp_path / "cache" / "bpe").glob("o200k_base-*.table"))) == 1
-
-
-@pytest.mark.skipif(
-    not proven_versions(), reason="regex or tiktoken is not a version the counter proved"
-)
-def test_a_process_that_assembles_again_counts_with_tiktoken_from_then_on(tmp_path):
-    """One assembly (a command) counts with the small-text counter; a second one in the same
-    process (a host) builds tiktoken's BPE first and counts with it, every assembler after."""
-    code = textwrap.dedent(
-        """
-        from lamina.testing import make_assembler
-        a = make_assembler({"model": "gpt-4o"})
-        tok = a.model("gpt-4o").tokenizer
-        a.assemble(a.request("first"))
-        print("FIRST", tok.built)
-        a.assemble(a.request("second"))
-        print("SECOND", tok.built)
-        b = make_assembler({"model": "gpt-4o"})
-        b.assemble(b.request("third"))
-        print("THIRD", b.model("gpt-4o").tokenizer.built)
-        """
-    )
-    env = {**os.environ, "LAMINA_CACHE_DIR": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert "FIRST False" in out.stdout, out.stdout + out.stderr
-    assert "SECOND True" in out.stdout and "THIRD True" in out.stdout, out.stdout + out.stderr
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"

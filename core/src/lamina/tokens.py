@@ -165,16 +165,6 @@ class TiktokenTokenizer:
         """Whether counts now come from the fast exact counter."""
         return self._fast is not None
 
-    def leave_small(self) -> None:
-        """Stop counting with the small-text counter, building tiktoken's BPE now unless the
-        fast counter counts: for a process that will go on counting, such as a host past its
-        first assembly (``lamina.assembly.engine``). Nothing to do once it stopped."""
-        if self._until_small is None:
-            return
-        self._until_small = None
-        if self._fast is None:
-            self._bpe()
-
     @property
     def built(self) -> bool:
         """Whether tiktoken's BPE was built (the small-text counter did not do for all)."""

@@ -8,7 +8,6 @@ re-tokenizes nothing.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -39,14 +38,9 @@ from lamina.model.context import AssembledContext
 from lamina.model.request import AssemblyRequest, Event
 from lamina.plugins import PluginHost, Registry
 from lamina.records import Adapter, FitStrategy, Summarizer
-from lamina.tokens import TiktokenTokenizer, TokenCounter
+from lamina.tokens import TokenCounter
 
 _log = get_logger("assembly")
-#: Pipeline runs in this process. The small-text counter is for a command that assembles
-#: once; a process that assembles again is a host that will go on counting, and builds
-#: tiktoken's BPE then (about 0.15 s once) rather than count its next 500,000 characters
-#: at about a quarter of tiktoken's speed.
-_RUNS = itertools.count(1)
 
 
 class Assembler:
@@ -257,8 +251,6 @@ class Assembler:
             progress("plan")
         started = time.perf_counter()
         model = self.model(request.model)
-        if next(_RUNS) > 1 and isinstance(model.tokenizer, TiktokenTokenizer):
-            model.tokenizer.leave_small()
         state = plan(request, overrides, model, self.config, self.registry, self.clock())
         state.verbose = (
             self.config.report.verbose
