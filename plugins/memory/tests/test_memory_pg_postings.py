@@ -344,3 +344,66 @@ def test_a_store_with_its_postings_all_in_the_table_packs_them_when_it_opens(
     assert _postings(store) == before
     assert [i for i, _ in search(store, analyse("garden note 3"), 2)] == ["c3", "c0"]
     store.close()
+
+
+def test_with_a_threshold_only_the_terms_it_needs_are_read_further() -> None:
+    """MaxScore: with a threshold of 2.5, the open terms whose bounds add up to less than it
+    (the 1.0 term alone) cannot lift an unseen chunk to it, so they are not read further;
+    the 1.6 and 2.0 terms are (without a threshold, each at least half the largest bound is:
+    all three)."""
+    from lamina_memory.pglists import QueryTerm
+    from lamina_memory.pgtopk import TopK
+
+    terms = [
+        QueryTerm.make(name=name, df=10, idf=1.0, bound=bound, most=None, runs=[])
+        for name, bound in (("a", 1.0), ("b", 1.6), ("c", 2.0))
+    ]
+    search = TopK(
+        db=None,  # type: ignore[arg-type]  # _deeper reads no rows
+        postings="p",
+        packed="k",
+        stale_table="s",
+        chunks="c",
+        terms=terms,
+        avgdl=5.0,
+        ref=5.0,
+        limit=2,
+        score=("", []),
+        where=("TRUE", []),
+    )
+    assert search._deeper() == [0, 1, 2]
+    search.best = [(3.0, 1), (2.5, 2)]
+    assert search._deeper() == [1, 2]
+    search.best = [(3.0, 1), (1.2, 2)]  # below 1.0 + 1.6: a and b together can reach it
+    assert search._deeper() == [1, 2]
+    search.best = [(3.0, 1), (0.9, 2)]  # below every bound: each term is needed
+    assert search._deeper() == [0, 1, 2]
+
+
+def test_the_chunks_seen_are_placed_in_arrays_allocated_once() -> None:
+    """``Seen`` allocates room for the most chunks a search can see (its terms' document
+    frequencies) at once, so taking in postings never copies the arrays to grow them; past
+    that room it still grows, with the same sums, lengths and terms seen under."""
+    from lamina_memory.pgseen import Seen
+
+    rng = np.random.default_rng(7)
+    reads = [(t, rng.choice(5000, size=300, replace=False).astype(np.int64)) for t in (0, 1, 2, 0)]
+    sized, small = Seen(3, room=1200), Seen(3, room=10)
+    arrays = (sized._seqs, sized._known, sized._length, sized._under, sized._parts)
+    for term, seqs in reads:
+        seqs = np.setdiff1d(seqs, sized.seqs) if term == 0 and sized.n else seqs
+        parts, lengths = seqs / 1000.0, seqs % 17 + 1.0
+        for seen in (sized, small):
+            seen.add(term, seqs, parts, lengths)
+            seen.update()
+    assert sized.n == small.n > 10
+    now = (sized._seqs, sized._known, sized._length, sized._under, sized._parts)
+    assert all(a is b for a, b in zip(arrays, now, strict=True))
+    assert len(small._seqs) >= small.n
+    places = sized.places(sized.seqs)
+    assert np.array_equal(places, np.arange(sized.n))
+    assert np.array_equal(sized.seqs, small.seqs)
+    assert np.array_equal(sized.known, small.known)
+    assert np.array_equal(sized.length, small.length)
+    for t in range(3):
+        assert np.array_equal(sized.seen_under(t), small.seen_under(t))
