@@ -15,6 +15,8 @@ from lamina import ConfigError
 from lamina_memory.errors import MemoryStoreError
 
 Dialect = Literal["sqlite", "postgres"]
+#: What ``pg_export_snapshot`` returns (e.g. ``00000003-0000001B-1``).
+_SNAPSHOT = re.compile(r"[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+")
 
 
 def display_name(url: str) -> str:
@@ -140,13 +142,29 @@ class Database:
 
     # -- transactions --------------------------------------------------------------------
 
+    @property
+    def writing(self) -> bool:
+        """Whether a ``write()`` block is open (its reads see what it wrote so far)."""
+        return bool(self._depth)
+
+    def export_snapshot(self) -> str:
+        """The snapshot of the PostgreSQL read open on this connection, for another
+        connection's ``read(snapshot=...)`` while this one's lasts."""
+        found = self.one("SELECT pg_export_snapshot()")
+        if found is None:  # pragma: no cover - the function returns one row
+            raise MemoryStoreError(f"memory store {self.name!r}: no snapshot to share")
+        return str(found[0])
+
     @contextmanager
-    def read(self) -> Iterator[Database]:
-        """One consistent snapshot for the block's reads."""
+    def read(self, *, snapshot: str | None = None) -> Iterator[Database]:
+        """One consistent snapshot for the block's reads; ``snapshot`` (PostgreSQL): the one
+        another connection exported (``export_snapshot``), so both read the same."""
         with self.lock:
             if self._depth:  # inside a write: read what it has written so far
                 yield self
                 return
+            if snapshot is not None and not _SNAPSHOT.fullmatch(snapshot):
+                raise MemoryStoreError(f"memory store {self.name!r}: bad snapshot {snapshot!r}")
             try:
                 self.execute(
                     "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -156,6 +174,8 @@ class Database:
             except db_errors() as exc:
                 raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
             try:
+                if snapshot is not None:  # checked above: hex digits and dashes, inlined
+                    self.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
                 yield self
             except db_errors() as exc:
                 raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc

@@ -17,6 +17,7 @@ from typing import Any
 from lamina import ConfigError
 from lamina_memory.db import Database
 from lamina_memory.errors import MemoryStoreError
+from lamina_memory.pgdense import DenseAlongside
 from lamina_memory.pgread import Hit
 from lamina_memory.pgsearch import Analysed, ChunkSearch, Progress, analysed, columns
 from lamina_memory.records import (
@@ -116,6 +117,7 @@ class SQLStore:
         self.rows = RowMapping(db.dialect)
         #: Store-side chunk retrieval (PostgreSQL only).
         self.search = ChunkSearch(db, self.rows.prefix) if db.dialect == "postgres" else None
+        self._alongside = DenseAlongside(url, prefix=self.rows.prefix)
         try:
             with db.write():
                 if db.dialect == "postgres":
@@ -300,9 +302,21 @@ class SQLStore:
     ) -> tuple[list[Hit], list[Hit]]:
         """The ``limit`` best chunks the caller may see by BM25 over ``terms`` (analysed) and,
         with a ``vector``, by cosine similarity (pgvector's HNSW index, ``limit × overfetch``
-        asked of it), read in one transaction."""
+        asked of it), read in one snapshot: the dense search on a second connection, in a
+        thread, while this one's BM25 search runs (``pgdense``)."""
         search = self._searcher()
         with self.db.read():
+            if vector is not None and not self.db.writing:
+                return self._alongside.both(
+                    search,
+                    terms,
+                    vector,
+                    who=who,
+                    since=since,
+                    exclude=exclude,
+                    limit=limit,
+                    overfetch=overfetch,
+                )
             lexical = search.lexical(terms, who=who, since=since, exclude=exclude, limit=limit)
             dense: list[Hit] = []
             known = self._meta("dim")
@@ -366,6 +380,7 @@ class SQLStore:
         return [(str(r[0]), float(r[1])) for r in found]
 
     def close(self) -> None:
+        self._alongside.close()
         self.db.close()
 
 
