@@ -378,32 +378,3 @@ def test_with_a_threshold_only_the_terms_it_needs_are_read_further() -> None:
     assert search._deeper() == [1, 2]
     search.best = [(3.0, 1), (0.9, 2)]  # below every bound: each term is needed
     assert search._deeper() == [0, 1, 2]
-
-
-def test_the_chunks_seen_are_placed_in_arrays_allocated_once() -> None:
-    """``Seen`` allocates room for the most chunks a search can see (its terms' document
-    frequencies) at once, so taking in postings never copies the arrays to grow them; past
-    that room it still grows, with the same sums, lengths and terms seen under."""
-    from lamina_memory.pgseen import Seen
-
-    rng = np.random.default_rng(7)
-    reads = [(t, rng.choice(5000, size=300, replace=False).astype(np.int64)) for t in (0, 1, 2, 0)]
-    sized, small = Seen(3, room=1200), Seen(3, room=10)
-    arrays = (sized._seqs, sized._known, sized._length, sized._under, sized._parts)
-    for term, seqs in reads:
-        seqs = np.setdiff1d(seqs, sized.seqs) if term == 0 and sized.n else seqs
-        parts, lengths = seqs / 1000.0, seqs % 17 + 1.0
-        for seen in (sized, small):
-            seen.add(term, seqs, parts, lengths)
-            seen.update()
-    assert sized.n == small.n > 10
-    now = (sized._seqs, sized._known, sized._length, sized._under, sized._parts)
-    assert all(a is b for a, b in zip(arrays, now, strict=True))
-    assert len(small._seqs) >= small.n
-    places = sized.places(sized.seqs)
-    assert np.array_equal(places, np.arange(sized.n))
-    assert np.array_equal(sized.seqs, small.seqs)
-    assert np.array_equal(sized.known, small.known)
-    assert np.array_equal(sized.length, small.length)
-    for t in range(3):
-        assert np.array_equal(sized.seen_under(t), small.seen_under(t))

@@ -14,21 +14,17 @@ BITS = 32
 class Seen:
     """The chunks seen by one search over ``terms`` query terms."""
 
-    def __init__(self, terms: int, *, room: int = 0) -> None:
-        """``room``: the most chunks the search can see (the sum of its terms' document
-        frequencies), allocated at once: zeroed pages untouched until a chunk is placed there,
-        so the arrays are never copied to grow (they still grow past it, should it be short)."""
+    def __init__(self, terms: int) -> None:
         import numpy as np
 
         self.terms = terms
         self.words = (terms + BITS - 1) // BITS
         self.n = 0
-        room = max(room, 0)
-        self._seqs = np.zeros(room, dtype=np.int64)
-        self._known = np.zeros(room)
-        self._length = np.zeros(room)
-        self._under = np.zeros((room, self.words), dtype=np.uint64)
-        self._parts = np.zeros((room, terms))
+        self._seqs = np.zeros(0, dtype=np.int64)
+        self._known = np.zeros(0)
+        self._length = np.zeros(0)
+        self._under = np.zeros((0, self.words), dtype=np.uint64)
+        self._parts = np.zeros((0, terms))
         #: Each seq's place plus one (0: not seen), grown as larger seqs are read: 4 bytes per
         #: seq up to the largest read, its pages untouched where none was.
         self._slot = np.zeros(0, dtype=np.int32)

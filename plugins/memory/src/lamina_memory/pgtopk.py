@@ -117,7 +117,7 @@ class TopK:
 
     def _seen_(self) -> Seen:
         if self.seen is None:
-            self.seen = Seen(len(self.terms), room=sum(t.df for t in self.terms))
+            self.seen = Seen(len(self.terms))
         return self.seen
 
     def _seen(self) -> tuple[Any, Any, Any]:
