@@ -4,6 +4,7 @@ names only without a token, and clear refusals instead of an open service."""
 
 from __future__ import annotations
 
+import gc
 import os
 import selectors
 import socket
@@ -216,3 +217,18 @@ def test_the_listening_socket_names_tcp_so_each_connection_gets_no_delay(config)
         assert server.config.lifespan == "on"
     finally:
         sock.close()
+        gc.unfreeze()
+
+
+def test_what_the_service_loaded_is_left_out_of_full_collections(config):
+    """Modules, plugins and warm caches live as long as the service: frozen once it is ready,
+    so a full collection walks only what requests made."""
+    from lamina.serve.command import _prepare
+
+    gc.unfreeze()
+    _server, sock = _prepare(config, "127.0.0.1", 0, None, None, 1 << 20)
+    try:
+        assert gc.get_freeze_count() > 10_000
+    finally:
+        sock.close()
+        gc.unfreeze()

@@ -125,4 +125,18 @@ def _prepare(
     configure_logging()
     app = create_app(service, token=token, max_body=max_body)
     config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
-    return uvicorn.Server(config), sock
+    server = uvicorn.Server(config)
+    _settle()
+    return server, sock
+
+
+def _settle() -> None:
+    """Leave what is loaded and warmed now (modules, plugins, the assembler, models, caches),
+    which lives as long as the service, out of the garbage collector's reach: a full
+    collection then walks only what requests made, instead of about a million long-lived
+    objects (about 45 ms each time, measured in a process holding the memory plugin's model,
+    one request in forty)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
