@@ -83,3 +83,13 @@ def test_a_bad_snapshot_is_refused_and_the_connection_stays_usable(db_url: str) 
     with store.db.read():
         assert store.db.one("SELECT 1") == (1,)
     store.close()
+
+
+def test_the_second_connection_opens_with_the_stores_connect_timeout(db_url: str) -> None:
+    from lamina_memory.store import PostgresStore
+
+    store = PostgresStore(db_url, connect_timeout=3)
+    try:
+        assert store._alongside.connect_timeout == 3
+    finally:
+        store.close()

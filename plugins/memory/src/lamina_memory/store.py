@@ -109,7 +109,14 @@ class SQLStore:
     """The five kinds of memory in one database, either dialect; writes are upserts by id in
     one transaction, and every write moves the store's ``version``."""
 
-    def __init__(self, db: Database, *, url: str, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        url: str,
+        progress: Progress | None = None,
+        connect_timeout: int = 5,
+    ) -> None:
         self.url = url
         #: The URL fit to print (without a password).
         self.name = db.name
@@ -117,7 +124,10 @@ class SQLStore:
         self.rows = RowMapping(db.dialect)
         #: Store-side chunk retrieval (PostgreSQL only).
         self.search = ChunkSearch(db, self.rows.prefix) if db.dialect == "postgres" else None
-        self._alongside = DenseAlongside(url, prefix=self.rows.prefix)
+        #: The dense search's own connection opens with the store's connect timeout.
+        self._alongside = DenseAlongside(
+            url, prefix=self.rows.prefix, connect_timeout=connect_timeout
+        )
         try:
             with db.write():
                 if db.dialect == "postgres":
@@ -401,7 +411,10 @@ class PostgresStore(SQLStore):
         self, url: str, *, connect_timeout: int = 5, progress: Progress | None = None
     ) -> None:
         super().__init__(
-            Database.postgres(url, connect_timeout=connect_timeout), url=url, progress=progress
+            Database.postgres(url, connect_timeout=connect_timeout),
+            url=url,
+            progress=progress,
+            connect_timeout=connect_timeout,
         )
 
     def __repr__(self) -> str:
