@@ -267,6 +267,7 @@ def scale(samples: list[dict[str, Any]], args: argparse.Namespace) -> None:
         pg_items=args.pg_items,
         memory_items=args.memory_items,
         keep=args.pg_dir,
+        freeze=args.gc_freeze,
     )
 
 
@@ -303,6 +304,11 @@ def main() -> None:
         "--memory-items", type=int, default=100_000, help="--scale: 0 times PostgreSQL alone"
     )
     ap.add_argument("--questions", type=int, default=300, help="questions timed by --scale")
+    ap.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="--scale: freeze what the warm-up left (gc.freeze), as lamina serve does once ready",
+    )
     args, _unknown = ap.parse_known_args()  # `./dev bench ARGS` passes every script the same args
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     samples = load()

@@ -18,6 +18,7 @@ embedded with one BLAS thread) and with the query vectors computed beforehand (s
 
 from __future__ import annotations
 
+import gc
 import os
 import statistics
 import time
@@ -179,7 +180,11 @@ def load_postgres(url: str, base: list[Chunk], vecs: Any, n: int) -> dict[str, f
 
 
 def time_queries(
-    url: str, questions: list[str], dense: bool, vectors: dict[str, Any] | None
+    url: str,
+    questions: list[str],
+    dense: bool,
+    vectors: dict[str, Any] | None,
+    freeze: bool = False,
 ) -> dict[str, float]:
     """``retrieve`` times over ``questions`` on the store at ``url``."""
     from lamina_memory.service import MemoryService
@@ -190,7 +195,7 @@ def time_queries(
     settings = Settings(store=url, cache_ttl=0, embedder="minilm" if dense else None)
     svc = MemoryService(settings, LaminaConfig())
     try:
-        return _time_service(svc, questions, vectors)
+        return _time_service(svc, questions, vectors, freeze)
     finally:
         svc.close()
 
@@ -215,6 +220,7 @@ def run(
     pg_items: int,
     memory_items: int,
     keep: str | None = None,
+    freeze: bool = False,
 ) -> None:
     """Load both stores and print p50 / p95 / p99 per query, BM25 alone and fused; with
     ``keep`` (``--pg-dir``) the PostgreSQL data stays in that folder and is reused."""
@@ -260,7 +266,7 @@ def run(
             if not dense and lookup is not None:
                 continue
             label = ("fused" if dense else "bm25") + f", {mode}"
-            results[("postgresql", label)] = time_queries(url, questions, dense, lookup)
+            results[("postgresql", label)] = time_queries(url, questions, dense, lookup, freeze)
             pg = results[("postgresql", label)]
             if memory_items <= 0:  # --memory-items 0: PostgreSQL alone
                 print(
@@ -280,7 +286,7 @@ def run(
             )
             for part in batches(base, vecs if dense else None, memory_items):
                 svc.add(part, embed=False)
-            results[("memory", label)] = _time_service(svc, questions, lookup)
+            results[("memory", label)] = _time_service(svc, questions, lookup, freeze)
             svc.close()
             mem = results[("memory", label)]
             print(
@@ -294,10 +300,11 @@ def run(
 
 
 def _time_service(
-    svc: Any, questions: list[str], vectors: dict[str, Any] | None
+    svc: Any, questions: list[str], vectors: dict[str, Any] | None, freeze: bool = False
 ) -> dict[str, float]:
     """``retrieve`` times over ``questions`` (after a warm-up pass); with ``vectors`` the
-    query vectors are looked up instead of embedded."""
+    query vectors are looked up instead of embedded; with ``freeze`` what the warm-up left is
+    frozen out of full collections (``gc.freeze``), as ``lamina serve`` does once ready."""
     from lamina.tokens import TiktokenTokenizer
 
     if vectors is not None and svc.embedder is not None:
@@ -310,8 +317,13 @@ def _time_service(
 
     for q in questions:  # warm the caches: every question once, untimed
         one(q)
+    if freeze:
+        gc.collect()
+        gc.freeze()
     rss = rss_mb()
     times = sorted(one(q) for q in questions)
+    if freeze:
+        gc.unfreeze()
     return {
         "p50_ms": 1000 * statistics.median(times),
         "p95_ms": 1000 * times[int(0.95 * len(times))],
