@@ -152,7 +152,6 @@ def test_a_query_answered_early_reads_few_postings_and_scores_few_chunks(
     postings table (a slice of each) or packed (a block of each)."""
     import lamina_memory.pglists as pglists
     import lamina_memory.pgpacked as pgpacked
-    import lamina_memory.pgtopk as pgtopk
 
     if packed:
         monkeypatch.setattr(pgpacked, "BLOCK", 32)
@@ -165,14 +164,7 @@ def test_a_query_answered_early_reads_few_postings_and_scores_few_chunks(
     with store.db.read():
         left = store.db.one("SELECT count(*) FROM lamina_chunk_postings")
     assert left is not None and (left[0] == 0) == packed
-    searches: list[Any] = []
-    real = pgtopk.TopK.run
-
-    def spy(self: Any) -> Any:
-        searches.append(self)
-        return real(self)
-
-    monkeypatch.setattr(pgtopk.TopK, "run", spy)
+    searches = spied_searches(monkeypatch)
     terms = analyse("rare common words")
     got = search(store, terms, 5)
     assert [i for i, _ in got] == ["c0010", "c0700", "c1400", "c2100", "c2800"]
@@ -203,7 +195,6 @@ def test_a_threshold_found_early_leaves_the_common_terms_lists_unread(
     reach it and the search ends after one slice per term (reading on until their common
     postings turned up took every list to its end)."""
     import lamina_memory.pglists as pglists
-    import lamina_memory.pgtopk as pgtopk
 
     common = ["alpha", "bravo", "charlie", "delta"]
     chunks = [
@@ -215,14 +206,7 @@ def test_a_threshold_found_early_leaves_the_common_terms_lists_unread(
     chunks += [Chunk(id=f"r{i}", text="rare alpha bravo charlie delta") for i in range(5)]
     store = open_store(db_url)
     store.add(chunks)
-    searches: list[Any] = []
-    real = pgtopk.TopK.run
-
-    def spy(self: Any) -> Any:
-        searches.append(self)
-        return real(self)
-
-    monkeypatch.setattr(pgtopk.TopK, "run", spy)
+    searches = spied_searches(monkeypatch)
     terms = analyse("rare alpha bravo charlie delta")
     got = search(store, terms, 5)
     assert [i for i, _ in got] == [f"r{i}" for i in range(5)]
@@ -240,7 +224,6 @@ def test_chunks_whose_score_the_postings_give_are_not_scored_on_their_rows(
     """300 copies of one text (one score) after 300 other chunks: once every list is read,
     each copy's score is known from its postings, so only the first copies the caller may
     see are checked (the earliest two are hidden from it), not all 300 tied ones."""
-    import lamina_memory.pgtopk as pgtopk
 
     chunks = [Chunk(id=f"o{i:03d}", text=f"alpha other{i} words") for i in range(300)]
     chunks += [
@@ -249,14 +232,7 @@ def test_chunks_whose_score_the_postings_give_are_not_scored_on_their_rows(
     ]
     store = open_store(db_url)
     store.add(chunks)
-    searches: list[Any] = []
-    real = pgtopk.TopK.run
-
-    def spy(self: Any) -> Any:
-        searches.append(self)
-        return real(self)
-
-    monkeypatch.setattr(pgtopk.TopK, "run", spy)
+    searches = spied_searches(monkeypatch)
     terms = analyse("alpha beta gamma")
     got = search(store, terms, 5)
     want = brute(chunks, terms, frozenset(), None, ())[:5]
@@ -378,3 +354,19 @@ def test_with_a_threshold_only_the_terms_it_needs_are_read_further() -> None:
     assert search._deeper() == [1, 2]
     search.best = [(3.0, 1), (0.9, 2)]  # below every bound: each term is needed
     assert search._deeper() == [0, 1, 2]
+
+
+def spied_searches(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The searches (``pgtopk.TopK``) run from now on, each kept after it ran (what it read
+    and scored)."""
+    import lamina_memory.pgtopk as pgtopk
+
+    searches: list[Any] = []
+    real = pgtopk.TopK.run
+
+    def spy(self: Any) -> Any:
+        searches.append(self)
+        return real(self)
+
+    monkeypatch.setattr(pgtopk.TopK, "run", spy)
+    return searches
