@@ -4,6 +4,7 @@ Snowball stems, partial top-k selection, and one BLAS thread while embedding."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -125,3 +126,43 @@ def test_embedding_runs_on_one_blas_thread(make: Any) -> None:
         after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     assert _BlasProbe.seen == [1, 1]
     assert min(after) == 4  # restored after each embedding
+
+
+class _Waits:
+    """An embedder whose query embedding waits until the BM25 scoring of that query began
+    (and records whether it did): it can only finish if the sources run while it embeds."""
+
+    name = "waits-for-bm25"
+    dim = 3
+    began = threading.Event()
+    saw: ClassVar[list[bool]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if any(t.endswith("?") for t in texts):
+            _Waits.saw.append(_Waits.began.wait(timeout=5))
+        out = np.ones((len(texts), 3), dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+register_embedder("waits-for-bm25", lambda options: _Waits())
+
+
+def test_the_query_is_embedded_while_the_sources_run(
+    make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query's embedding is computed on the sources' pool, first, and the sources start
+    meanwhile: BM25 does not wait for it, only the dense ranking does."""
+    real = Lexical.scores
+
+    def scores(self: Lexical, terms: Any) -> Any:
+        _Waits.began.set()
+        return real(self, terms)
+
+    monkeypatch.setattr(Lexical, "scores", scores)
+    _Waits.began.clear()
+    _Waits.saw.clear()
+    asm, svc = make({"embedder": "waits-for-bm25"})
+    svc.add([Chunk(id="a", text="the vault token"), Chunk(id="b", text="other words")])
+    ctx = asm.assemble(asm.request("where is the vault token?"))
+    assert _Waits.saw == [True]
+    assert "vault token" in ctx.current_message.text + "".join(m.text for m in ctx.history)

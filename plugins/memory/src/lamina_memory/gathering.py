@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from datetime import datetime
+from typing import Any
 
 import attrs
 
@@ -42,9 +43,8 @@ def gather(
     source (other than a required one) drops out with a warning."""
     s = settings
     vector = None
-    if embedder is not None:
-        with one_blas_thread():
-            vector = embedder.embed([query_text])[0]
+    if embedder is not None:  # first on the pool: the sources start while it is computed
+        vector = pool.submit(_embedded, embedder, query_text)
     q = Query(
         signals=extract(query_text, [e.name for e in snap.entities]),
         session=session,
@@ -70,6 +70,11 @@ def gather(
                 f"({type(exc).__name__}: {exc}); the other sources were still injected"
             )
     return found, warnings
+
+
+def _embedded(embedder: Embedder, text: str) -> Any:
+    with one_blas_thread():
+        return embedder.embed([text])[0]
 
 
 def choose(

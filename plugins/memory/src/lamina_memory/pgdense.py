@@ -14,6 +14,7 @@ from typing import Any
 from lamina_memory.db import Database
 from lamina_memory.pgread import Hit
 from lamina_memory.pgsearch import ChunkSearch
+from lamina_memory.query import resolved
 
 
 class DenseAlongside:
@@ -40,11 +41,9 @@ class DenseAlongside:
     ) -> tuple[list[Hit], list[Hit]]:
         """``search``'s BM25 hits over ``terms`` and the dense hits near ``vector``, the dense
         search alongside (inside ``search.db``'s read, whose snapshot it shares)."""
-        import numpy as np
-
         future = self.start(
             search.db.export_snapshot(),
-            np.asarray(vector, dtype=np.float32),
+            vector,
             who=who,
             since=since,
             exclude=exclude,
@@ -97,6 +96,11 @@ class DenseAlongside:
         limit: int,
         overfetch: int,
     ) -> list[Hit]:
+        import numpy as np
+
+        # (the query's embedding may still be being computed: waited for here, not before
+        # the BM25 search starts)
+        vector = np.asarray(resolved(vector), dtype=np.float32)
         search = self._searcher()
         with search.db.read(snapshot=snapshot) as db:
             known = db.one(f"SELECT value FROM {search.meta} WHERE key = 'dim'")

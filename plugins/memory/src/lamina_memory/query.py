@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import Future
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -50,10 +51,21 @@ class Query:
     who: frozenset[str]
     filters: Filters
     settings: Settings
-    query_vector: Any = None  # np.ndarray | None
+    #: The query's embedding (np.ndarray), a ``Future`` of it while it is being computed
+    #: (the sources start meanwhile: ``vector`` waits for it), or ``None`` without an embedder.
+    query_vector: Any = None
     #: The store that ranks the chunks itself (PostgreSQL), when it does: the semantic source
     #: asks it instead of the snapshot, which then holds no chunk.
     store: Store | None = None
+
+    def vector(self) -> Any:
+        """The query's embedding (waiting for it if it is still being computed), or None."""
+        return resolved(self.query_vector)
+
+
+def resolved(vector: Any) -> Any:
+    """``vector`` itself, or its value when it is a ``Future`` (waiting for it)."""
+    return vector.result() if isinstance(vector, Future) else vector
 
 
 def recency(when: datetime | None, now: datetime, half_life_hours: float) -> float:

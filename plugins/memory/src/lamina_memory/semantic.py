@@ -74,8 +74,9 @@ def _dense_order(idx: ChunkIndex, q: Query, mask: np.ndarray) -> list[int]:
 
     if idx.dim is None:
         return []
+    vector = q.vector()  # (computed meanwhile on the sources' pool: waited for here)
     with one_blas_thread():
-        dense = idx.vectors @ q.query_vector
+        dense = idx.vectors @ vector
     dense = np.where(idx.has_vector, dense + 1.0, 0.0)  # cosine in -1..1 → 0..2, >0
     return _rank(dense, mask, q.settings.semantic_limit)
 

@@ -20,6 +20,7 @@ from lamina_memory.errors import MemoryStoreError
 from lamina_memory.pgdense import DenseAlongside
 from lamina_memory.pgread import Hit
 from lamina_memory.pgsearch import Analysed, ChunkSearch, Progress, analysed, columns
+from lamina_memory.query import resolved
 from lamina_memory.records import (
     KIND_OF,
     Chunk,
@@ -334,7 +335,7 @@ class SQLStore:
                 import numpy as np
 
                 dense = search.dense(
-                    np.asarray(vector, dtype=np.float32),
+                    np.asarray(resolved(vector), dtype=np.float32),
                     dim=int(known),
                     who=who,
                     since=since,
