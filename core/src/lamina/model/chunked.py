@@ -164,10 +164,6 @@ class Chunked(Sequence[T]):
             )
         return NotImplemented
 
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
     def __hash__(self) -> int:
         if self._hash is None:
             self._hash = hash(tuple(self))

@@ -6,7 +6,7 @@ HNSW index and the client works through the postings at the same time."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
 from threading import Lock
 from typing import Any
@@ -41,7 +41,14 @@ class DenseAlongside:
     ) -> tuple[list[Hit], list[Hit]]:
         """``search``'s BM25 hits over ``terms`` and the dense hits near ``vector``, the dense
         search alongside (inside ``search.db``'s read, whose snapshot it shares)."""
-        future = self.start(
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="lamina-memory-dense")
+            pool = self._pool
+        # Begun now, in the snapshot of ``search.db``'s read, which stays open until the
+        # result is taken.
+        future = pool.submit(
+            self._dense,
             search.db.export_snapshot(),
             vector,
             who=who,
@@ -57,34 +64,6 @@ class DenseAlongside:
             raise
         return lexical, future.result()
 
-    def start(
-        self,
-        snapshot: str,
-        vector: Any,
-        *,
-        who: frozenset[str],
-        since: datetime | None,
-        exclude: frozenset[str],
-        limit: int,
-        overfetch: int,
-    ) -> Future[list[Hit]]:
-        """``ChunkSearch.dense`` in the snapshot ``snapshot`` (exported by the connection whose
-        read stays open until the result is taken), begun now."""
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="lamina-memory-dense")
-            pool = self._pool
-        return pool.submit(
-            self._dense,
-            snapshot,
-            vector,
-            who=who,
-            since=since,
-            exclude=exclude,
-            limit=limit,
-            overfetch=overfetch,
-        )
-
     def _dense(
         self,
         snapshot: str,
@@ -96,6 +75,7 @@ class DenseAlongside:
         limit: int,
         overfetch: int,
     ) -> list[Hit]:
+        """``ChunkSearch.dense`` in the snapshot ``snapshot``, on this thread's connection."""
         import numpy as np
 
         # (the query's embedding may still be being computed: waited for here, not before
