@@ -166,3 +166,35 @@ def test_the_query_is_embedded_while_the_sources_run(
     ctx = asm.assemble(asm.request("where is the vault token?"))
     assert _Waits.saw == [True]
     assert "vault token" in ctx.current_message.text + "".join(m.text for m in ctx.history)
+
+
+class _Broken:
+    """An embedder that embeds chunks but fails on the query."""
+
+    name = "broken-on-query"
+    dim = 3
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if any(t.endswith("?") for t in texts):
+            raise RuntimeError("model offline")
+        return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
+
+
+register_embedder("broken-on-query", lambda options: _Broken())
+
+
+def test_a_failing_query_embedding_fails_the_semantic_source(make: Any) -> None:
+    """The embedding fails inside the semantic source (it waits for it there). The source is
+    required by default, so the memory layer is left out with a warning naming the cause;
+    made optional, only that source drops out, with its own warning."""
+    asm, svc = make({"embedder": "broken-on-query"})
+    svc.add([Chunk(id="a", text="the vault token")])
+    ctx = asm.assemble(asm.request("where is the vault token?"))
+    assert any("RuntimeError: model offline" in w for w in ctx.report.warnings)
+    asm, svc = make({"embedder": "broken-on-query", "required_sources": []})
+    svc.add([Chunk(id="a", text="the vault token")])
+    ctx = asm.assemble(asm.request("where is the vault token?"))
+    assert any(
+        "memory source 'semantic' failed (RuntimeError: model offline)" in w
+        for w in ctx.report.warnings
+    ), ctx.report.warnings
