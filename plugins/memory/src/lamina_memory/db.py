@@ -131,12 +131,20 @@ class Database:
         return found[0] if found else None
 
     def read_one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        """``one`` outside ``read()``: a single statement sees one snapshot by itself, so no
+        """``one`` outside ``read()`` (``read_rows``)."""
+        found = self.read_rows(text, params)
+        return found[0] if found else None
+
+    def read_rows(
+        self, text: str, params: Sequence[Any] = (), *, binary: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """``rows`` outside ``read()``: a single statement sees one snapshot by itself, so no
         transaction is opened around it (one round trip on PostgreSQL, where ``read()`` adds
-        two); a driver error is reported as ``read()`` reports it."""
+        two); inside a ``write()``, it is one of the write's statements. A driver error is
+        reported as ``read()`` reports it."""
         with self.lock:
             try:
-                return self.one(text, params)
+                return self.rows(text, params, binary=binary)
             except db_errors() as exc:
                 raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
 

@@ -192,32 +192,64 @@ class ChunkReads:
 
     def around(
         self,
-        seqs: Sequence[int],
+        hits: Sequence[tuple[int, str]],
         reach: int,
         *,
         who: frozenset[str],
         since: datetime | None,
         exclude: frozenset[str],
-    ) -> dict[int, list[Hit]]:
-        """For each of ``seqs``, the ``reach`` chunks before it and after it in the store's
-        order, nearest first per side, each marked whether the caller may see it."""
-        if not seqs or reach <= 0:
+    ) -> dict[int, list[tuple[int, int]]]:
+        """For each hit (its seq and session), its neighbours that count: of the ``reach``
+        chunks before it and the ``reach`` after it in the store's order (the d-th on a side at
+        distance d, whether it counts or not), those of the hit's session the caller may see,
+        as (seq, distance), by distance and before first. One statement for all the hits,
+        returning seqs and flags only (``at`` reads the rows of those that are kept)."""
+        if not hits or reach <= 0:
             return {}
         where, params = self._filters(who, since, exclude)
-        cols = f"c.id, c.seq, c.session, c.text, c.time, c.salience, 0.0::float8, {where}"
-        rows = self.db.rows(
-            f"SELECT h.seq, n.* FROM unnest(?::bigint[]) AS h(seq) CROSS JOIN LATERAL ("
-            f"(SELECT {cols} FROM {self.chunks} c WHERE c.seq < h.seq "
-            "ORDER BY c.seq DESC LIMIT ?) UNION ALL "
-            f"(SELECT {cols} FROM {self.chunks} c WHERE c.seq > h.seq "
-            "ORDER BY c.seq LIMIT ?)) n",
-            (ints(seqs), *params, reach, *params, reach),
+        cols = f"c.seq, c.session = h.session AND {where}"
+        found = self.db.read_rows(
+            "SELECT h.seq, n.* FROM unnest(?::bigint[], ?::text[]) AS h(seq, session) "
+            f"CROSS JOIN LATERAL ((SELECT {cols} FROM {self.chunks} c WHERE c.seq < h.seq "
+            f"ORDER BY c.seq DESC LIMIT ?) UNION ALL (SELECT {cols} FROM {self.chunks} c "
+            "WHERE c.seq > h.seq ORDER BY c.seq LIMIT ?)) n",
+            (ints(s for s, _ in hits), [x for _, x in hits], *params, reach, *params, reach),
             binary=True,
         )
-        out: dict[int, list[Hit]] = {}
-        for r in rows:
-            out.setdefault(int(r[0]), []).append(_hit(r[1:8], visible=bool(r[8])))
+        sides: dict[int, tuple[list[tuple[int, bool]], list[tuple[int, bool]]]] = {}
+        for hit, seq, ok in found:
+            before, after = sides.setdefault(hit, ([], []))
+            (before if seq < hit else after).append((seq, ok))
+        out: dict[int, list[tuple[int, int]]] = {}
+        for hit, (before, after) in sides.items():
+            before.sort(reverse=True)  # nearest first
+            after.sort()
+            near = out[hit] = []
+            for d in range(1, reach + 1):
+                for side in (before, after):
+                    if len(side) >= d and side[d - 1][1]:
+                        near.append((side[d - 1][0], d))
         return out
+
+    def at(
+        self,
+        seqs: Sequence[int],
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+    ) -> list[Hit]:
+        """The chunks at ``seqs`` the caller may see, in one statement (in no order)."""
+        if not seqs:
+            return []
+        where, params = self._filters(who, since, exclude)
+        rows = self.db.read_rows(
+            "SELECT c.id, c.seq, c.session, c.text, c.time, c.salience, 0.0::float8 "
+            f"FROM {self.chunks} c WHERE c.seq = ANY(?::bigint[]) AND {where}",
+            (ints(seqs), *params),
+            binary=True,
+        )
+        return [_hit(r) for r in rows]
 
 
 def quote_lexeme(term: str) -> str:

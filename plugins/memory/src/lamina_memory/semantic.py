@@ -170,42 +170,32 @@ def _in_store(store: Store, q: Query) -> list[Candidate]:
         limit=s.semantic_limit,
         overfetch=NEAREST_OVERFETCH,
     )
-    rows: dict[str, Hit] = {}
-    fused: dict[str, float] = {}
+    rows: dict[int, Hit] = {}  # by seq: one chunk, one seq, in either list
+    fused: dict[int, float] = {}
     for weight, hits in ((1.0, [h for h in lexical if h.score > 0]), (s.dense_weight, dense)):
         for rank, h in enumerate(hits):
-            rows[h.id] = h
-            fused[h.id] = fused.get(h.id, 0.0) + weight / (s.rrf_k + rank + 1)
-    order = sorted(fused, key=lambda i: (-fused[i], rows[i].seq))[: s.semantic_limit]
+            rows[h.seq] = h
+            fused[h.seq] = fused.get(h.seq, 0.0) + weight / (s.rrf_k + rank + 1)
+    order = sorted(fused, key=lambda i: (-fused[i], i))[: s.semantic_limit]
     if not order:
         return []
     top = fused[order[0]]
-    scores: dict[str, float] = {i: fused[i] / top for i in order}
-    near_hits: dict[str, list[tuple[str, int]]] = {}
+    scores: dict[int, float] = {i: fused[i] / top for i in order}
+    near_hits: dict[int, list[tuple[int, int]]] = {}
     if s.neighbours:
         around = store.chunks_around(
-            [rows[i].seq for i in order],
+            [(i, rows[i].session) for i in order],
             s.neighbours,
             who=q.who,
             since=f.since,
             exclude=f.exclude_ids,
         )
-        for i in order:
-            hit = rows[i]
-            near = around.get(hit.seq, [])
-            before = sorted((n for n in near if n.seq < hit.seq), key=lambda n: -n.seq)
-            after = sorted((n for n in near if n.seq > hit.seq), key=lambda n: n.seq)
-            found: list[tuple[str, int]] = []
-            near_hits[i] = found
-            for d in range(1, s.neighbours + 1):
-                for side in (before, after):
-                    if len(side) < d:
-                        continue
-                    n = side[d - 1]
-                    if n.visible and n.session == hit.session:
-                        found.append((n.id, d))
-                        rows.setdefault(n.id, n)
-    chosen = spread(
-        scores, near_hits, s.neighbour_weight, limit=s.semantic_limit, place=lambda i: rows[i].seq
-    )
-    return [_candidate(rows[i], rel, q) for i, rel in chosen.items()]
+        near_hits = {i: around.get(i, []) for i in order}
+    chosen = spread(scores, near_hits, s.neighbour_weight, limit=s.semantic_limit, place=int)
+    # Only the neighbours kept are read in full, in one statement (the caller's permissions
+    # and filters applied again: one that stopped counting meanwhile is left out).
+    missing = [i for i in chosen if i not in rows]
+    if missing:
+        for h in store.chunks_at(missing, who=q.who, since=f.since, exclude=f.exclude_ids):
+            rows[h.seq] = h
+    return [_candidate(rows[i], rel, q) for i, rel in chosen.items() if i in rows]

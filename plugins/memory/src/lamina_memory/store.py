@@ -347,17 +347,27 @@ class SQLStore:
 
     def chunks_around(
         self,
-        seqs: Sequence[int],
+        hits: Sequence[tuple[int, str]],
         reach: int,
         *,
         who: frozenset[str],
         since: datetime | None,
         exclude: frozenset[str],
-    ) -> dict[int, list[Hit]]:
-        """The ``reach`` chunks before and after each of ``seqs`` (``ChunkSearch.around``)."""
-        search = self._searcher()
-        with self.db.read():
-            return search.around(seqs, reach, who=who, since=since, exclude=exclude)
+    ) -> dict[int, list[tuple[int, int]]]:
+        """Each hit's (seq, session) neighbours that count, as (seq, distance)
+        (``ChunkSearch.around``: one statement, which sees one snapshot by itself)."""
+        return self._searcher().around(hits, reach, who=who, since=since, exclude=exclude)
+
+    def chunks_at(
+        self,
+        seqs: Sequence[int],
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+    ) -> list[Hit]:
+        """The chunks at ``seqs`` the caller may see (``ChunkSearch.at``: one statement)."""
+        return self._searcher().at(seqs, who=who, since=since, exclude=exclude)
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Analyse every chunk's text again, count the terms and write the postings again

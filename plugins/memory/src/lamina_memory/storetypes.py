@@ -71,13 +71,22 @@ class Store(Protocol):
 
     def chunks_around(
         self,
-        seqs: Sequence[int],
+        hits: Sequence[tuple[int, str]],
         reach: int,
         *,
         who: frozenset[str],
         since: datetime | None,
         exclude: frozenset[str],
-    ) -> dict[int, list[Hit]]: ...
+    ) -> dict[int, list[tuple[int, int]]]: ...
+
+    def chunks_at(
+        self,
+        seqs: Sequence[int],
+        *,
+        who: frozenset[str],
+        since: datetime | None,
+        exclude: frozenset[str],
+    ) -> list[Hit]: ...
 
     def events(self) -> list[EpisodicEvent]: ...
 
