@@ -93,3 +93,38 @@ def test_the_second_connection_opens_with_the_stores_connect_timeout(db_url: str
         assert store._alongside.connect_timeout == 3
     finally:
         store.close()
+
+
+def test_a_search_reads_the_meta_table_once_and_the_dimension_until_it_is_known(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The BM25 totals come with the query's terms, in their statement; the dense search reads
+    the store's dimension until the store has one (none cached while it has none: vectors
+    written later are found), then keeps it, as a dimension never changes once set."""
+    from lamina_memory.db import Database
+
+    store = open_store(db_url)
+    store.add([Chunk(id=f"c{i}", text=f"apple note {i}") for i in range(5)])
+    statements: list[str] = []
+    real_execute = Database.execute
+
+    def execute(self: Database, text: str, params: Any = (), **kw: Any) -> Any:
+        statements.append(text)
+        return real_execute(self, text, params, **kw)
+
+    monkeypatch.setattr(Database, "execute", execute)
+    args = {"who": frozenset(), "since": None, "exclude": frozenset(), "overfetch": 4}
+
+    def search() -> tuple[int, int, list[str]]:
+        statements.clear()
+        lexical, dense = store.search_chunks(["appl"], (1.0, 0.0, 0.0), limit=10, **args)
+        return len(lexical), len(dense), [s for s in statements if "lamina_meta" in s]
+
+    found, near, meta = search()
+    assert (found, near) == (5, 0) and len(meta) == 2 and "'dim'" in meta[0] + meta[1]
+    store.add([Chunk(id="v", text="apple vector", embedding=(1.0, 0.0, 0.0))])
+    found, near, meta = search()
+    assert (found, near) == (6, 1) and len(meta) == 2  # read again: the store had none
+    found, near, meta = search()
+    assert (found, near) == (6, 1) and len(meta) == 1 and "bm25_docs" in meta[0]
+    store.close()

@@ -26,6 +26,10 @@ class DenseAlongside:
         self._lock = Lock()
         self._search: ChunkSearch | None = None
         self._pool: ThreadPoolExecutor | None = None
+        #: The store's embedding dimension once it has one: set by the first write of a
+        #: vector and never changed (a write of another dimension is refused), so it is read
+        #: until it is known, then kept.
+        self._dim: int | None = None
 
     def both(
         self,
@@ -83,12 +87,14 @@ class DenseAlongside:
         vector = np.asarray(resolved(vector), dtype=np.float32)
         search = self._searcher()
         with search.db.read(snapshot=snapshot) as db:
-            known = db.one(f"SELECT value FROM {search.meta} WHERE key = 'dim'")
-            if known is None:
-                return []
+            if self._dim is None:
+                known = db.one(f"SELECT value FROM {search.meta} WHERE key = 'dim'")
+                if known is None:
+                    return []
+                self._dim = int(known[0])
             return search.dense(
                 vector,
-                dim=int(known[0]),
+                dim=self._dim,
                 who=who,
                 since=since,
                 exclude=exclude,

@@ -67,19 +67,31 @@ class ChunkReads:
             params.append(sorted(exclude))
         return " AND ".join(sql), params
 
-    def _terms(self, unique: list[str], n: int, avgdl: float) -> list[QueryTerm]:
+    def _terms(self, unique: list[str]) -> tuple[list[QueryTerm], float, float | None]:
         """The query terms the store knows, rarest first, each with its idf and the most it
         can add to a chunk's score (idf × its largest term-frequency part, from the highest
         frequency and the shortest chunk it was ever written with: both only ever widen, so
-        the bound holds)."""
-        out = []
-        packed = self.postings.packed.table
-        for t, d, most, shortest, runs in self.db.rows(
+        the bound holds); with the chunks' average length and the postings' reference one
+        (None: no postings yet), read in the same statement (the meta table's rows once)."""
+        packed, meta = self.postings.packed.table, self.meta
+        rows = self.db.rows(
             f"SELECT t.term, t.df, t.max_tf, t.min_len, ARRAY(SELECT k.run FROM {packed} k "
-            f"WHERE k.term = t.term AND k.blk = 0 ORDER BY k.run) FROM {self.terms} t "
+            f"WHERE k.term = t.term AND k.blk = 0 ORDER BY k.run), m.docs, m.length, m.ref "
+            f"FROM {self.terms} t CROSS JOIN (SELECT "
+            f"(SELECT value FROM {meta} WHERE key = 'bm25_docs') AS docs, "
+            f"(SELECT value FROM {meta} WHERE key = 'bm25_length') AS length, "
+            f"(SELECT value FROM {meta} WHERE key = 'postings_avgdl') AS ref) m "
             "WHERE t.term = ANY(?)",
             (unique,),
-        ):
+        )
+        if not rows:
+            return [], 1.0, None
+        docs, length, ref = rows[0][5:]
+        n = max(int(docs or 0), 1)
+        total = int(length or 0)
+        avgdl = total / n if total else 1.0
+        out = []
+        for t, d, most, shortest, runs, *_totals in rows:
             idf = math.log(1 + (n - int(d) + 0.5) / (int(d) + 0.5))
             part = 1.0  # the term-frequency part is below 1
             if most is not None and shortest is not None:
@@ -94,7 +106,8 @@ class ChunkReads:
                     runs=[int(r) for r in runs or []],
                 )
             )
-        return sorted(out, key=lambda t: (t.df, t.name))
+        known = sorted(out, key=lambda t: (t.df, t.name))
+        return known, avgdl, None if ref is None else float(ref)
 
     def lexical(
         self,
@@ -112,12 +125,7 @@ class ChunkReads:
         unique = list(dict.fromkeys(terms))
         if not unique or limit <= 0:
             return []
-        totals = self._metas("bm25_docs", "bm25_length", "postings_avgdl")
-        n = max(int(totals.get("bm25_docs") or 0), 1)
-        total = int(totals.get("bm25_length") or 0)
-        avgdl = total / n if total else 1.0
-        known = self._terms(unique, n, avgdl)
-        ref = totals.get("postings_avgdl")
+        known, avgdl, ref = self._terms(unique)
         if not known or ref is None:
             return []
         # BM25 of each term: idf × tf / (tf + k1 × (1 - b + b × nterms / avgdl)), the term's
@@ -147,7 +155,7 @@ class ChunkReads:
             chunks=self.chunks,
             terms=known,
             avgdl=avgdl,
-            ref=float(ref),
+            ref=ref,
             limit=limit,
             score=(score, score_params),
             where=(where, params),
