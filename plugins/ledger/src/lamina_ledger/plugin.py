@@ -3,9 +3,9 @@ summarizer and the ``lamina ledger`` commands. Without a ``database`` it yields 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lamina import Block, LayerProvider, ProviderContext, SessionStore, Summarizer, hookimpl
@@ -76,7 +76,7 @@ def provide(ctx: ProviderContext) -> Sequence[Block]:
     session = ctx.request.session_label
     lenient = settings.missing_session == "empty"
     local = not is_postgres(target) and not target.startswith("file:")
-    if lenient and local and not Path(target).exists():
+    if lenient and local and not os.path.exists(target):
         return []
     try:
         ledger = POOL.get(
