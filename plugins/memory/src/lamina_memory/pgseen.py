@@ -24,7 +24,9 @@ class Seen:
         self._known = np.zeros(0)
         self._length = np.zeros(0)
         self._under = np.zeros((0, self.words), dtype=np.uint64)
-        self._parts = np.zeros((0, terms))
+        #: Each term's exact part of each chunk (a row per term: a term's parts are written
+        #: together).
+        self._parts = np.zeros((terms, 0))
         #: Each seq's place plus one (0: not seen), grown as larger seqs are read: 4 bytes per
         #: seq up to the largest read, its pages untouched where none was.
         self._slot = np.zeros(0, dtype=np.int32)
@@ -65,10 +67,9 @@ class Seen:
             return
         parts = np.concatenate([f[2] for f in fresh])
         lengths = np.concatenate([f[3] for f in fresh])
-        which = np.concatenate([np.full(len(f[1]), f[0], dtype=np.int64) for f in fresh])
         top = int(seqs.max()) + 1
-        if top > len(self._slot):
-            grown = np.zeros(max(top, 2 * len(self._slot)), dtype=np.int32)
+        if top > len(self._slot):  # an eighth more: the next reads' seqs are rarely larger
+            grown = np.zeros(max(top + top // 8, len(self._slot)), dtype=np.int32)
             grown[: len(self._slot)] = self._slot
             self._slot = grown
         new = np.sort(seqs[self._slot[seqs] == 0])
@@ -81,15 +82,12 @@ class Seen:
         at = self._slot[seqs].astype(np.int64) - 1
         self._known[: self.n] += np.bincount(at, weights=parts, minlength=self.n)
         self._length[at] = lengths
-        self._parts[at, which] = parts
-        # A chunk has one posting of a term at most: the sum of its terms' bits is their union
-        # (exact in floating point, 32 bits to a word).
-        bits = np.ldexp(1.0, which % BITS)
-        for w in range(self.words):
-            mine = which // BITS == w
-            self._under[: self.n, w] += np.bincount(
-                at[mine], weights=bits[mine], minlength=self.n
-            ).astype(np.uint64)
+        start = 0
+        for term, got, got_parts, _lengths in fresh:  # each term's part, and its bit set
+            mine = at[start : start + len(got)]
+            self._parts[term, mine] = got_parts
+            self._under[mine, term // BITS] |= np.uint64(1 << (term % BITS))
+            start += len(got)
 
     def _grow(self, size: int) -> None:
         """Room for ``size`` chunks (doubling)."""
@@ -107,7 +105,10 @@ class Seen:
         self._seqs, self._known, self._length = (
             more(a) for a in (self._seqs, self._known, self._length)
         )
-        self._under, self._parts = more(self._under), more(self._parts)
+        self._under = more(self._under)
+        parts = np.zeros((self.terms, room))
+        parts[:, : self.n] = self._parts[:, : self.n]
+        self._parts = parts
 
     def places(self, seqs: Any) -> Any:
         """The places of the chunks ``seqs`` (seen)."""
@@ -129,8 +130,8 @@ class Seen:
     def exact(self, places: Any) -> Any:
         """The scores of the chunks at ``places`` (resolved) as the store's SQL computes them:
         the terms' parts added in the terms' order (0 for a term a chunk lacks)."""
-        parts = self._parts[places]
-        total = parts[:, 0].copy()
+        parts = self._parts[:, places]
+        total = parts[0].copy()
         for i in range(1, self.terms):
-            total = total + parts[:, i]
+            total = total + parts[i]
         return total
