@@ -203,6 +203,35 @@ def test_minilm_matches_sentence_transformers() -> None:
     assert np.abs(got - expected).max() < 1e-4
 
 
+def test_minilm_pads_to_rows_blas_multiplies_fastest_without_changing_a_vector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The dense layers' row count (texts times positions) is made a multiple of 4, where
+    OpenBLAS's main kernel runs; the padded positions are masked, so a text's vector is the
+    one it has alone at its own length, or in a batch with longer texts."""
+    emb = get_embedder("minilm")
+    assert isinstance(emb, MiniLM)
+    text = "When did Caroline go to the support group?"
+    ids = emb.tok.encode(text).ids
+    assert len(ids) % 4, "the text must need padding"
+    rows: list[int] = []
+    forward = emb._forward
+
+    def spy(ids: Any, mask: Any) -> Any:
+        rows.append(ids.shape[0] * ids.shape[1])
+        return forward(ids, mask)
+
+    monkeypatch.setattr(emb, "_forward", spy)
+    alone = emb.embed([text])[0]
+    longer = ["Caroline said the support group had been a great help to her that month."] * 2
+    batched = emb.embed([text, *longer])[0]
+    assert rows and all(r % 4 == 0 for r in rows)
+    monkeypatch.setattr(emb, "_forward", forward)
+    exact = forward(np.array([ids]), np.ones((1, len(ids)), dtype=np.float32))[0]
+    assert np.abs(alone - exact).max() < 1e-6
+    assert np.abs(batched - exact).max() < 1e-6
+
+
 def _defaults() -> Any:
     """An assembler whose [plugins.memory] sets nothing but an in-memory store."""
     import lamina_memory.plugin as memory_plugin
