@@ -111,20 +111,26 @@ def test_neighbours_count_only_in_the_hits_session_and_when_the_caller_may_see_t
     store.add([Chunk(id="c1", text="replaced", session="a"), *chunks[5:]])
     with store.db.read():
         seq = {str(i): int(s) for i, s in store.db.rows("SELECT id, seq FROM lamina_chunks")}
-    hit = seq["c4"]
-    everyone = dict(who=frozenset(), since=None, exclude=frozenset())
-    around = store.chunks_around([(hit, "a"), (seq["c6"], "b")], 3, **everyone)
+    name = {s: i for i, s in seq.items()}
+    everyone: dict[str, Any] = dict(who=frozenset(), since=None, exclude=frozenset())
+
+    def around(hits: list[tuple[str, str]], reach: int, **kw: Any) -> list[tuple[str, str, int]]:
+        near = store.chunks_around([(seq[i], s) for i, s in hits], reach, **{**everyone, **kw})
+        return [(name[h], name[n], d) for h, n, d in zip(*near, strict=True)]
+
     assert seq["c5"] == seq["c4"] + 2  # the gap
-    assert around[hit] == [(seq["c5"], 1), (seq["c2"], 2), (seq["c1"], 3)]  # c3 hidden, c6 in b
-    assert around[seq["c6"]] == [(seq["c7"], 1), (seq["c8"], 2)]  # c5, c4, c3 are in a
-    ops = dict(everyone, who=frozenset({"ops"}))
-    assert store.chunks_around([(hit, "a")], 2, **ops)[hit] == [
-        (seq["c3"], 1),
-        (seq["c5"], 1),
-        (seq["c2"], 2),
+    assert around([("c4", "a"), ("c6", "b")], 3) == [
+        ("c4", "c5", 1),  # c3 hidden, c6 in session b
+        ("c4", "c2", 2),
+        ("c4", "c1", 3),
+        ("c6", "c7", 1),  # c5, c4 and c3 in session a
+        ("c6", "c8", 2),
     ]
-    later = dict(everyone, since=T0 + timedelta(days=2), exclude=frozenset({"c5"}))
-    assert store.chunks_around([(hit, "a")], 2, **later)[hit] == [(seq["c2"], 2)]
+    ops = around([("c4", "a")], 2, who=frozenset({"ops"}))
+    assert ops == [("c4", "c3", 1), ("c4", "c5", 1), ("c4", "c2", 2)]
+    later = around([("c4", "a")], 2, since=T0 + timedelta(days=2), exclude=frozenset({"c5"}))
+    assert later == [("c4", "c2", 2)]
+    assert around([], 2) == around([("c4", "a")], 0) == []
     assert {h.id for h in store.chunks_at([seq["c3"], seq["c5"], seq["c1"]], **everyone)} == {
         "c5",
         "c1",

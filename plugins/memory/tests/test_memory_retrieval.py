@@ -164,7 +164,7 @@ def test_a_turn_between_two_hits_gains_from_both() -> None:
 
 def test_spread_adds_each_hits_share_by_distance_and_keeps_the_best() -> None:
     hits = {"a": 1.0, "b": 0.5}
-    around = {"a": [("b", 1), ("c", 2), ("d", 3)], "b": [("c", 1)]}
+    around = [("a", "b", 1), ("a", "c", 2), ("a", "d", 3), ("b", "c", 1)]
     place = "abcd".index
     # a: 1.0; b: 0.5 + 1.0 × 0.5; c: 1.0 × 0.5 / 2 + 0.5 × 0.5; d: 1.0 × 0.5 / 3
     assert spread(hits, around, 0.5, limit=10, place=place) == pytest.approx(
@@ -172,7 +172,7 @@ def test_spread_adds_each_hits_share_by_distance_and_keeps_the_best() -> None:
     )
     # the limit keeps the best, ties by place (a before b), and rescales by the best kept
     assert list(spread(hits, around, 0.5, limit=2, place=place)) == ["a", "b"]
-    assert spread({"a": 0.8}, {}, 0.5, limit=1, place=place) == pytest.approx({"a": 1.0})
+    assert spread({"a": 0.8}, [], 0.5, limit=1, place=place) == pytest.approx({"a": 1.0})
 
 
 @settings(max_examples=60, deadline=None)
@@ -211,15 +211,13 @@ def test_the_in_memory_spread_sums_as_spread_does(
         filters=Filters(),
         settings=settings_,
     )
-    around = {
-        i: [
-            (j, d)
-            for d in range(1, neighbours + 1)
-            for j in (i - d, i + d)
-            if 0 <= j < n and mask[j] and sessions[j] == sessions[i]
-        ]
+    around = [
+        (i, j, d)
         for i in order
-    }
+        for d in range(1, neighbours + 1)
+        for j in (i - d, i + d)
+        if 0 <= j < n and mask[j] and sessions[j] == sessions[i]
+    ]
     hits = {i: float(v) for i, v in zip(order, scores, strict=True)}
     expected = spread(hits, around, 0.5, limit=limit, place=int)
     got = _spread_in_memory(idx, mask, order, scores, q)

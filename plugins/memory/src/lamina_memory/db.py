@@ -148,6 +148,18 @@ class Database:
             except db_errors() as exc:
                 raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
 
+    @contextmanager
+    def read_each(
+        self, text: str, params: Sequence[Any] = (), *, binary: bool = False
+    ) -> Iterator[Any]:
+        """``read_rows``, its rows taken one at a time from the cursor it yields (on
+        PostgreSQL made into Python tuples as they are taken, not all at once)."""
+        with self.lock:
+            try:
+                yield self.execute(text, params, binary=binary)
+            except db_errors() as exc:
+                raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
+
     # -- transactions --------------------------------------------------------------------
 
     @property

@@ -19,6 +19,9 @@ from lamina_memory.pgtopk import TopK
 
 #: The most neighbours pgvector's HNSW scan may return (``hnsw.ef_search`` at most 1,000).
 _EF_MAX = 1_000
+#: The neighbours of a query's hits: the hits' seqs, the neighbours' and their distances, each
+#: place of the three lists one (hit, neighbour, distance).
+Near = tuple[list[int], list[int], list[int]]
 
 
 @frozen(kw_only=True)
@@ -206,38 +209,38 @@ class ChunkReads:
         who: frozenset[str],
         since: datetime | None,
         exclude: frozenset[str],
-    ) -> dict[int, list[tuple[int, int]]]:
-        """For each hit (its seq and session), its neighbours that count: of the ``reach``
-        chunks before it and the ``reach`` after it in the store's order (the d-th on a side at
-        distance d, whether it counts or not), those of the hit's session the caller may see,
-        as (seq, distance), by distance and before first. One statement for all the hits,
-        returning seqs and flags only (``at`` reads the rows of those that are kept)."""
+    ) -> Near:
+        """Each hit's (its seq and session) neighbours that count: of the ``reach`` chunks
+        before it and the ``reach`` after it in the store's order (the d-th on a side at
+        distance d, whether it counts or not), those of the hit's session the caller may see.
+        As three lists, (hit, neighbour, distance) at each place: hit by hit, by distance,
+        before first. One statement for all the hits, returning seqs and flags only (``at``
+        reads the rows of those kept), its rows taken one at a time: a query's neighbours
+        leave a few lists of ints, not a Python object each."""
+        near: Near = ([], [], [])
         if not hits or reach <= 0:
-            return {}
+            return near
         where, params = self._filters(who, since, exclude)
-        cols = f"c.seq, c.session = h.session AND {where}"
-        found = self.db.read_rows(
-            "SELECT h.seq, n.* FROM unnest(?::bigint[], ?::text[]) AS h(seq, session) "
-            f"CROSS JOIN LATERAL ((SELECT {cols} FROM {self.chunks} c WHERE c.seq < h.seq "
-            f"ORDER BY c.seq DESC LIMIT ?) UNION ALL (SELECT {cols} FROM {self.chunks} c "
-            "WHERE c.seq > h.seq ORDER BY c.seq LIMIT ?)) n",
-            (ints(s for s, _ in hits), [x for _, x in hits], *params, reach, *params, reach),
-            binary=True,
+        counts = f"c.session = h.session AND {where}"
+        sql = (
+            "SELECT h.k, n.side, n.seq, n.counts FROM unnest(?::bigint[], ?::text[]) "
+            "WITH ORDINALITY AS h(seq, session, k) CROSS JOIN LATERAL ("
+            f"(SELECT 0 AS side, c.seq, {counts} AS counts FROM {self.chunks} c "
+            "WHERE c.seq < h.seq ORDER BY c.seq DESC LIMIT ?) UNION ALL "
+            f"(SELECT 1, c.seq, {counts} FROM {self.chunks} c WHERE c.seq > h.seq "
+            "ORDER BY c.seq LIMIT ?)) n ORDER BY h.k, n.side, abs(n.seq - h.seq)"
         )
-        sides: dict[int, tuple[list[tuple[int, bool]], list[tuple[int, bool]]]] = {}
-        for hit, seq, ok in found:
-            before, after = sides.setdefault(hit, ([], []))
-            (before if seq < hit else after).append((seq, ok))
-        out: dict[int, list[tuple[int, int]]] = {}
-        for hit, (before, after) in sides.items():
-            before.sort(reverse=True)  # nearest first
-            after.sort()
-            near = out[hit] = []
-            for d in range(1, reach + 1):
-                for side in (before, after):
-                    if len(side) >= d and side[d - 1][1]:
-                        near.append((side[d - 1][0], d))
-        return out
+        args = (ints(s for s, _ in hits), [x for _, x in hits], *params, reach, *params, reach)
+        group = 0
+        sides: tuple[list[int | None], list[int | None]] = ([], [])
+        with self.db.read_each(sql, args, binary=True) as cur:
+            for k, side, seq, counts in cur:
+                if k != group:
+                    _place(near, hits, group, sides, reach)
+                    group, sides = k, ([], [])
+                sides[side].append(seq if counts else None)  # None: a place that does not count
+        _place(near, hits, group, sides, reach)
+        return near
 
     def at(
         self,
@@ -258,6 +261,26 @@ class ChunkReads:
             binary=True,
         )
         return [_hit(r) for r in rows]
+
+
+def _place(
+    near: Near,
+    hits: Sequence[tuple[int, str]],
+    k: int,
+    sides: tuple[list[int | None], list[int | None]],
+    reach: int,
+) -> None:
+    """The neighbours that count of hit ``k`` (from 1; 0: none yet), nearest first per side,
+    added to ``near`` by distance, before first."""
+    if not k:
+        return
+    hit = hits[k - 1][0]
+    for d in range(reach):
+        for side in sides:
+            if d < len(side) and (seq := side[d]) is not None:
+                near[0].append(hit)
+                near[1].append(seq)
+                near[2].append(d + 1)
 
 
 def quote_lexeme(term: str) -> str:

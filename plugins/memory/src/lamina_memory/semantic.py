@@ -13,7 +13,7 @@ from lamina_memory.query import SECTIONS, Query, fmt_time, recency
 from lamina_memory.records import Candidate, Chunk
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable
 
     import numpy as np
 
@@ -43,21 +43,20 @@ K = TypeVar("K")
 
 def spread(
     hits: dict[K, float],
-    around: Mapping[K, list[tuple[K, int]]],
+    near: Iterable[tuple[K, K, int]],
     weight: float,
     *,
     limit: int,
     place: Callable[[K], int],
 ) -> dict[K, float]:
-    """Each hit's score spread along the conversation: a chunk d steps from a hit (``around``:
-    each hit's neighbours and their distance) gains the hit's score × ``weight`` / d, on top of
-    its own score when it is a hit itself and summed over every hit it neighbours, so a turn
-    amid several hits rises above one next to a single hit. The ``limit`` best (ties by
-    ``place``, the chunks' order), rescaled so the best is 1.0."""
+    """Each hit's score spread along the conversation: a chunk d steps from a hit (``near``:
+    (hit, chunk, d), hit by hit) gains the hit's score × ``weight`` / d, on top of its own
+    score when it is a hit itself and summed over every hit it neighbours, so a turn amid
+    several hits rises above one next to a single hit. The ``limit`` best (ties by ``place``,
+    the chunks' order), rescaled so the best is 1.0."""
     out = dict(hits)
-    for key, near in around.items():
-        for other, d in near:
-            out[other] = out.get(other, 0.0) + hits[key] * weight / d
+    for key, other, d in near:
+        out[other] = out.get(other, 0.0) + hits[key] * weight / d
     kept = sorted(out, key=lambda k: (-out[k], place(k)))[:limit]
     best = out[kept[0]] if kept else 0.0
     return {k: out[k] / best for k in kept} if best > 0 else {k: out[k] for k in kept}
@@ -181,17 +180,19 @@ def _in_store(store: Store, q: Query) -> list[Candidate]:
         return []
     top = fused[order[0]]
     scores: dict[int, float] = {i: fused[i] / top for i in order}
-    near_hits: dict[int, list[tuple[int, int]]] = {}
+    near: Iterable[tuple[int, int, int]] = ()
     if s.neighbours:
-        around = store.chunks_around(
-            [(i, rows[i].session) for i in order],
-            s.neighbours,
-            who=q.who,
-            since=f.since,
-            exclude=f.exclude_ids,
+        near = zip(
+            *store.chunks_around(
+                [(i, rows[i].session) for i in order],
+                s.neighbours,
+                who=q.who,
+                since=f.since,
+                exclude=f.exclude_ids,
+            ),
+            strict=True,
         )
-        near_hits = {i: around.get(i, []) for i in order}
-    chosen = spread(scores, near_hits, s.neighbour_weight, limit=s.semantic_limit, place=int)
+    chosen = spread(scores, near, s.neighbour_weight, limit=s.semantic_limit, place=int)
     # Only the neighbours kept are read in full, in one statement (the caller's permissions
     # and filters applied again: one that stopped counting meanwhile is left out).
     missing = [i for i in chosen if i not in rows]

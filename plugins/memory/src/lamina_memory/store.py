@@ -18,7 +18,7 @@ from lamina import ConfigError
 from lamina_memory.db import Database
 from lamina_memory.errors import MemoryStoreError
 from lamina_memory.pgdense import DenseAlongside
-from lamina_memory.pgread import Hit
+from lamina_memory.pgread import Hit, Near
 from lamina_memory.pgsearch import Analysed, ChunkSearch, Progress, analysed, columns
 from lamina_memory.query import resolved
 from lamina_memory.records import (
@@ -353,9 +353,9 @@ class SQLStore:
         who: frozenset[str],
         since: datetime | None,
         exclude: frozenset[str],
-    ) -> dict[int, list[tuple[int, int]]]:
-        """Each hit's (seq, session) neighbours that count, as (seq, distance)
-        (``ChunkSearch.around``: one statement, which sees one snapshot by itself)."""
+    ) -> Near:
+        """Each hit's (seq, session) neighbours that count, as (hit, seq, distance) in three
+        lists (``ChunkSearch.around``: one statement, which sees one snapshot by itself)."""
         return self._searcher().around(hits, reach, who=who, since=since, exclude=exclude)
 
     def chunks_at(

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from attrs import frozen
 
-from lamina_memory.pgread import Hit
+from lamina_memory.pgread import Hit, Near
 from lamina_memory.pgsearch import Progress
 from lamina_memory.records import Chunk, Entity, EpisodicEvent, Memory, Pattern, Relation
 
@@ -77,7 +77,7 @@ class Store(Protocol):
         who: frozenset[str],
         since: datetime | None,
         exclude: frozenset[str],
-    ) -> dict[int, list[tuple[int, int]]]: ...
+    ) -> Near: ...
 
     def chunks_at(
         self,
