@@ -232,6 +232,33 @@ def test_minilm_pads_to_rows_blas_multiplies_fastest_without_changing_a_vector(
     assert np.abs(batched - exact).max() < 1e-6
 
 
+def test_minilm_gelu_in_place_and_in_blocks_gives_the_formulas_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The GELU works in place, a block at a time, and gives the bits of the formula written
+    out (values near 0 included, where erf's approximation is a little below 0)."""
+    from lamina_memory import embedders
+
+    def plain(h: Any) -> Any:
+        x = h * embedders._INV_SQRT2
+        a = np.abs(x)
+        t = 1.0 / (1.0 + 0.3275911 * a)
+        poly = (
+            (((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736
+        ) * t + 0.254829592
+        return 0.5 * h * (1.0 + np.sign(x) * (1.0 - poly * t * np.exp(-a * a)))
+
+    monkeypatch.setattr(embedders, "_GELU_BLOCK", 1000)  # several blocks and a short last one
+    rng = np.random.default_rng(7)
+    h = (rng.standard_normal((3, 7, 150)) * 3).astype(np.float32)
+    h[0, 0, :50] = rng.standard_normal(50).astype(np.float32) * 1e-8
+    expected = plain(h)
+    got = embedders._gelu(h.copy())
+    assert got.dtype == np.float32 and np.array_equal(got, expected)
+    strided = h.transpose(0, 2, 1)  # not contiguous: worked on a copy, the same bits
+    assert np.array_equal(embedders._gelu(strided), plain(strided))
+
+
 def _defaults() -> Any:
     """An assembler whose [plugins.memory] sets nothing but an in-memory store."""
     import lamina_memory.plugin as memory_plugin
