@@ -198,8 +198,10 @@ class MiniLM:
         out: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return out
 
-    def embed(self, texts: Sequence[str], batch: int = 64) -> np.ndarray:
-        """Unit vectors for ``texts``; batches group texts of similar length to pad little."""
+    def embed(self, texts: Sequence[str], batch: int = 16) -> np.ndarray:
+        """Unit vectors for ``texts``; batches group texts of similar length to pad little
+        (16 at a time embedded 1,000 turns 13% faster than 64: less padding, arrays that stay
+        in the cache; 8 and 32 about as fast as 16)."""
         import numpy as np
 
         if not texts:
