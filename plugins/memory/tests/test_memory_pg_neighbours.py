@@ -1,7 +1,7 @@
-"""On PostgreSQL the neighbours of a query's hits are found in one statement that returns their
-seqs and whether each counts (no row, no text), and only the neighbours kept are then read in
-full, in one more statement; the ranking itself is checked against the in-memory path in
-test_memory_pg_search.py."""
+"""On PostgreSQL the neighbours of a query's hits are found in one statement that returns the
+seqs and distances of those that count (no row, no text), and only the neighbours kept are
+then read in full, in one more statement; the ranking itself is checked against the in-memory
+path in test_memory_pg_search.py."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ def db_url(postgres_dsn: str) -> str:
 def test_the_neighbours_of_every_hit_take_one_statement_and_only_those_kept_are_read(
     make: Any, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """48 hits, two neighbours a side: one statement finds all 192 neighbours (seqs and flags
-    only), and one more reads the rows of those kept that are not hits themselves (the limit
-    of 50 keeps a few of them)."""
+    """48 hits, two neighbours a side: one statement finds all 192 neighbours (as arrays of
+    seqs and distances), and one more reads the rows of those kept that are not hits
+    themselves (the limit of 50 keeps a few of them)."""
     _asm, svc = make({"store": db_url, "cache_ttl": 0, "neighbours": 2, "semantic_limit": 50})
     # Every fifth chunk a hit, the four between its neighbours (three sessions of 80).
     svc.add(
@@ -45,6 +45,7 @@ def test_the_neighbours_of_every_hit_take_one_statement_and_only_those_kept_are_
     )
     calls: dict[str, list[tuple[str, int]]] = {"chunks_around": [], "chunks_at": []}
     step: list[str] = []
+    returned: dict[str, Any] = {}
     real_execute = Database.execute
 
     def execute(self: Database, text: str, params: Any = (), **kw: Any) -> Any:
@@ -59,7 +60,8 @@ def test_the_neighbours_of_every_hit_take_one_statement_and_only_those_kept_are_
         def spy(self: SQLStore, *args: Any, **kw: Any) -> Any:
             step.append(name)
             try:
-                return real(self, *args, **kw)
+                returned[name] = real(self, *args, **kw)
+                return returned[name]
             finally:
                 step.clear()
 
@@ -85,7 +87,9 @@ def test_the_neighbours_of_every_hit_take_one_statement_and_only_those_kept_are_
     hits = {f"c{i:03d}" for i in range(240) if i % 5 == 2}
     kept_neighbours = [c for c in chosen if c not in hits]
     assert len(hits) == 48 and 0 < len(kept_neighbours) < 50
-    assert calls["chunks_around"] == [("SELECT", 48 * 4)]  # no transaction around it
+    # One statement, no transaction around it, its answer one row of arrays
+    assert calls["chunks_around"] == [("SELECT", 1)]
+    assert [len(x) for x in returned["chunks_around"]] == [48 * 4] * 3
     assert calls["chunks_at"] == [("SELECT", len(kept_neighbours))]
 
 

@@ -130,9 +130,11 @@ class Database:
         found = self.rows(text, params)
         return found[0] if found else None
 
-    def read_one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+    def read_one(
+        self, text: str, params: Sequence[Any] = (), *, binary: bool = False
+    ) -> tuple[Any, ...] | None:
         """``one`` outside ``read()`` (``read_rows``)."""
-        found = self.read_rows(text, params)
+        found = self.read_rows(text, params, binary=binary)
         return found[0] if found else None
 
     def read_rows(
@@ -145,18 +147,6 @@ class Database:
         with self.lock:
             try:
                 return self.rows(text, params, binary=binary)
-            except db_errors() as exc:
-                raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
-
-    @contextmanager
-    def read_each(
-        self, text: str, params: Sequence[Any] = (), *, binary: bool = False
-    ) -> Iterator[Any]:
-        """``read_rows``, its rows taken one at a time from the cursor it yields (on
-        PostgreSQL made into Python tuples as they are taken, not all at once)."""
-        with self.lock:
-            try:
-                yield self.execute(text, params, binary=binary)
             except db_errors() as exc:
                 raise MemoryStoreError(f"memory store {self.name!r}: {explain(exc)}") from exc
 

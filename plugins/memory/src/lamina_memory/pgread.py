@@ -214,33 +214,32 @@ class ChunkReads:
         before it and the ``reach`` after it in the store's order (the d-th on a side at
         distance d, whether it counts or not), those of the hit's session the caller may see.
         As three lists, (hit, neighbour, distance) at each place: hit by hit, by distance,
-        before first. One statement for all the hits, returning seqs and flags only (``at``
-        reads the rows of those kept), its rows taken one at a time: a query's neighbours
-        leave a few lists of ints, not a Python object each."""
-        near: Near = ([], [], [])
+        before first. One statement for all the hits, which returns the three as arrays
+        (``at`` reads the rows of those kept): no Python object per neighbour."""
         if not hits or reach <= 0:
-            return near
+            return [], [], []
         where, params = self._filters(who, since, exclude)
         counts = f"c.session = h.session AND {where}"
-        sql = (
-            "SELECT h.k, n.side, n.seq, n.counts FROM unnest(?::bigint[], ?::text[]) "
-            "WITH ORDINALITY AS h(seq, session, k) CROSS JOIN LATERAL ("
-            f"(SELECT 0 AS side, c.seq, {counts} AS counts FROM {self.chunks} c "
-            "WHERE c.seq < h.seq ORDER BY c.seq DESC LIMIT ?) UNION ALL "
-            f"(SELECT 1, c.seq, {counts} FROM {self.chunks} c WHERE c.seq > h.seq "
-            "ORDER BY c.seq LIMIT ?)) n ORDER BY h.k, n.side, abs(n.seq - h.seq)"
+
+        def side(number: int, op: str, way: str) -> str:  # the nearest ``reach`` on one side
+            return (
+                f"(SELECT {number} AS side, row_number() OVER (ORDER BY c.seq {way}) AS d, "
+                f"c.seq, c.counts FROM (SELECT c.seq, {counts} AS counts FROM {self.chunks} c "
+                f"WHERE c.seq {op} h.seq ORDER BY c.seq {way} LIMIT ?) c)"
+            )
+
+        order = "ORDER BY n.k, n.d, n.side"
+        found = self.db.read_one(
+            f"SELECT array_agg(n.hit {order}), array_agg(n.seq {order}), "
+            f"array_agg(n.d {order}) FROM (SELECT h.k, h.seq AS hit, x.* "
+            "FROM unnest(?::bigint[], ?::text[]) WITH ORDINALITY AS h(seq, session, k) "
+            f"CROSS JOIN LATERAL ({side(0, '<', 'DESC')} UNION ALL {side(1, '>', 'ASC')}) x) n "
+            "WHERE n.counts",
+            (ints(s for s, _ in hits), [x for _, x in hits], *params, reach, *params, reach),
+            binary=True,
         )
-        args = (ints(s for s, _ in hits), [x for _, x in hits], *params, reach, *params, reach)
-        group = 0
-        sides: tuple[list[int | None], list[int | None]] = ([], [])
-        with self.db.read_each(sql, args, binary=True) as cur:
-            for k, side, seq, counts in cur:
-                if k != group:
-                    _place(near, hits, group, sides, reach)
-                    group, sides = k, ([], [])
-                sides[side].append(seq if counts else None)  # None: a place that does not count
-        _place(near, hits, group, sides, reach)
-        return near
+        hit, seq, d = found or (None, None, None)
+        return hit or [], seq or [], d or []
 
     def at(
         self,
@@ -261,26 +260,6 @@ class ChunkReads:
             binary=True,
         )
         return [_hit(r) for r in rows]
-
-
-def _place(
-    near: Near,
-    hits: Sequence[tuple[int, str]],
-    k: int,
-    sides: tuple[list[int | None], list[int | None]],
-    reach: int,
-) -> None:
-    """The neighbours that count of hit ``k`` (from 1; 0: none yet), nearest first per side,
-    added to ``near`` by distance, before first."""
-    if not k:
-        return
-    hit = hits[k - 1][0]
-    for d in range(reach):
-        for side in sides:
-            if d < len(side) and (seq := side[d]) is not None:
-                near[0].append(hit)
-                near[1].append(seq)
-                near[2].append(d + 1)
 
 
 def quote_lexeme(term: str) -> str:
