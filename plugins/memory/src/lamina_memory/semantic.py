@@ -154,21 +154,12 @@ def _candidate(c: Chunk | Hit, relevance: float, q: Query) -> Candidate:
     )
 
 
-def _in_store(store: Store, q: Query) -> list[Candidate]:
-    """The same ranking with the store doing the search (PostgreSQL): its BM25 and HNSW
-    lists, the caller's permissions and filters applied in SQL, fused here by the same
-    reciprocal rank fusion, ties by the chunks' order; neighbours read around the hits."""
-    s, f = q.settings, q.filters
-    vector = q.query_vector if q.query_vector is not None and s.dense_weight > 0 else None
-    lexical, dense = store.search_chunks(
-        q.signals.keywords,
-        vector,
-        who=q.who,
-        since=f.since,
-        exclude=f.exclude_ids,
-        limit=s.semantic_limit,
-        overfetch=NEAREST_OVERFETCH,
-    )
+def _fused(found: tuple[list[Hit], list[Hit]], q: Query) -> tuple[dict[int, Hit], dict[int, float]]:
+    """The store's BM25 and dense lists fused by reciprocal rank fusion: the best chunks by
+    seq (``semantic_limit``, best first, ties by seq) with their scores (the best 1.0), and
+    their hits; the other hits are let go here (fewer objects kept for the query)."""
+    s = q.settings
+    lexical, dense = found
     rows: dict[int, Hit] = {}  # by seq: one chunk, one seq, in either list
     fused: dict[int, float] = {}
     for weight, hits in ((1.0, [h for h in lexical if h.score > 0]), (s.dense_weight, dense)):
@@ -177,9 +168,32 @@ def _in_store(store: Store, q: Query) -> list[Candidate]:
             fused[h.seq] = fused.get(h.seq, 0.0) + weight / (s.rrf_k + rank + 1)
     order = sorted(fused, key=lambda i: (-fused[i], i))[: s.semantic_limit]
     if not order:
-        return []
+        return {}, {}
     top = fused[order[0]]
-    scores: dict[int, float] = {i: fused[i] / top for i in order}
+    return {i: rows[i] for i in order}, {i: fused[i] / top for i in order}
+
+
+def _in_store(store: Store, q: Query) -> list[Candidate]:
+    """The same ranking with the store doing the search (PostgreSQL): its BM25 and HNSW
+    lists, the caller's permissions and filters applied in SQL, fused here by the same
+    reciprocal rank fusion, ties by the chunks' order; neighbours read around the hits."""
+    s, f = q.settings, q.filters
+    vector = q.query_vector if q.query_vector is not None and s.dense_weight > 0 else None
+    rows, scores = _fused(
+        store.search_chunks(
+            q.signals.keywords,
+            vector,
+            who=q.who,
+            since=f.since,
+            exclude=f.exclude_ids,
+            limit=s.semantic_limit,
+            overfetch=NEAREST_OVERFETCH,
+        ),
+        q,
+    )
+    if not scores:
+        return []
+    order = list(scores)
     near: Iterable[tuple[int, int, int]] = ()
     if s.neighbours:
         near = zip(
