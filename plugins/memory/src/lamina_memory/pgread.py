@@ -15,6 +15,7 @@ from attrs import frozen
 from lamina_memory.db import Database
 from lamina_memory.pglists import QueryTerm, ints
 from lamina_memory.pgpostings import K1, B, Postings
+from lamina_memory.pgseen import Scratch
 from lamina_memory.pgtopk import TopK
 
 #: The most neighbours pgvector's HNSW scan may return (``hnsw.ef_search`` at most 1,000).
@@ -47,6 +48,8 @@ class ChunkReads:
     terms: str
     meta: str
     postings: Postings
+    #: The arrays the BM25 searches reuse (``pgseen.Scratch``).
+    scratch: Scratch
 
     def _metas(self, *keys: str) -> dict[str, str]:
         """The meta table's values of those ``keys`` it holds, in one statement."""
@@ -162,6 +165,7 @@ class ChunkReads:
             limit=limit,
             score=(score, score_params),
             where=(where, params),
+            scratch=self.scratch,
         )
         return [_hit(r) for r in search.run()]
 

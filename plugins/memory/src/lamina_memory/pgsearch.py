@@ -25,6 +25,7 @@ from attrs import frozen
 from lamina_memory.db import Database
 from lamina_memory.pgpostings import Postings
 from lamina_memory.pgread import ChunkReads, quote_lexeme
+from lamina_memory.pgseen import Scratch
 from lamina_memory.signals import analyse
 
 #: The analyser the stored lexemes were made with; another value re-analyses every text.
@@ -90,6 +91,7 @@ class ChunkSearch(ChunkReads):
         self.meta = f"{prefix}meta"
         self.prefix = prefix
         self.postings = Postings(db, prefix)
+        self.scratch = Scratch()
 
     # -- schema and migration ---------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from attrs import define, field
 from lamina_memory.db import Database
 from lamina_memory.pglists import QueryTerm, ints, read_lists, stale_seqs
 from lamina_memory.pgpostings import K1, B
-from lamina_memory.pgseen import Seen
+from lamina_memory.pgseen import Scratch, Seen
 
 #: Chunks scored exactly per statement.
 CHECK_BATCH = 1024
@@ -71,8 +71,22 @@ class TopK:
     #: Postings read and chunks scored (what a test counts).
     read: int = 0
     scored: int = 0
+    #: The store's arrays for the chunks seen, used if no other search holds them.
+    scratch: Scratch | None = None
+    held: Scratch | None = field(default=None, init=False)
 
     def run(self) -> list[tuple[Any, ...]]:
+        scratch = self.scratch
+        if scratch is not None and scratch.lock.acquire(blocking=False):
+            self.held = scratch
+        try:
+            return self._run()
+        finally:
+            held, self.held = self.held, None
+            if held is not None:
+                held.lock.release()
+
+    def _run(self) -> list[tuple[Any, ...]]:
         grow = list(range(len(self.terms)))
         if any(c.run is not None for t in self.terms for c in t.lists):
             self.stale = stale_seqs(self.db, self.stale_table)
@@ -117,7 +131,7 @@ class TopK:
 
     def _seen_(self) -> Seen:
         if self.seen is None:
-            self.seen = Seen(len(self.terms))
+            self.seen = Seen(len(self.terms), self.held)
         return self.seen
 
     def _seen(self) -> tuple[Any, Any, Any]:
