@@ -257,3 +257,44 @@ def test_a_turns_prefix_entries_are_made_for_its_new_blocks_only(
     a.close()
     assert n >= 590
     assert sum(made) <= 2 * n * math.log2(n), f"{sum(made)} entries made for {n} blocks"
+
+
+def test_what_a_request_needs_that_never_changes_is_made_once(
+    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database path and the block makers, per settings and config; the summary's
+    tokens, per compaction: a request neither resolves the path nor makes and hashes the
+    summary's text again."""
+    import lamina_ledger.sizing as sizing
+    from lamina_ledger.settings import LedgerSettings
+
+    resolved: list[str] = []
+    summaries: list[str] = []
+    real_target, real_text = LedgerSettings.target, sizing.summary_text
+
+    def spy_target(self: LedgerSettings, config: Any) -> str | None:
+        resolved.append(str(self.database))
+        return real_target(self, config)
+
+    def spy_text(summary: str, settings: Any) -> str:
+        summaries.append(summary)
+        return real_text(summary, settings)
+
+    monkeypatch.setattr(LedgerSettings, "target", spy_target)
+    monkeypatch.setattr(sizing, "summary_text", spy_text)
+    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s, Ledger.open(target) as other:
+        s.start("s")
+        for i in range(4):
+            s.record_turn(a.request(f"q{i}"), exchange(i))
+        other.record_compaction("s", "the gist so far", s.ledger.history("s").turns[2].id)
+        contexts = [s.assemble(a.request("now"))]
+        first = len(resolved)  # (the session's own, and the provider's)
+        contexts += [s.assemble(a.request(f"now {i}")) for i in range(4)]
+        assert all(c.history[0].text.endswith("the gist so far") for c in contexts)
+        other.record_compaction("s", "a newer gist", s.ledger.history("s").turns[-1].id)
+        assert s.assemble(a.request("later")).history[0].text.endswith("a newer gist")
+        s.assemble(a.request("later still"))
+    a.close()
+    assert len(resolved) == first <= 2
+    assert summaries == ["the gist so far", "a newer gist"]

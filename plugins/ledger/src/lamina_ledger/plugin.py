@@ -21,17 +21,30 @@ if TYPE_CHECKING:
 # that never does, or a config without a ``database``, pays for neither.
 
 
-def _source(ctx: ProviderContext) -> tuple[LedgerSettings, str] | None:
-    """The settings and database this request's history comes from, or ``None`` when it
-    has none: no ``database`` configured, or a worker without ``worker_history``."""
+#: Per settings, config and plugin name: the database and the block makers, made once (a
+#: request would otherwise resolve the path and build the makers again).
+_RESOLVED: dict[tuple[int, int, str], tuple[LedgerSettings, object, str, dict[str, Any]]] = {}
+
+
+def _source(ctx: ProviderContext) -> tuple[LedgerSettings, str, dict[str, Any]] | None:
+    """The settings, database and block makers (``_makers``) this request's history comes
+    from, or ``None`` when it has none: no ``database`` configured, or a worker without
+    ``worker_history``."""
     settings: LedgerSettings | None = ctx.settings
     if settings is None or settings.database is None:
         return None
     if ctx.request.role == "worker" and settings.worker_history == "none":
         return None
-    target = settings.target(ctx.config)
-    assert target is not None
-    return settings, target
+    key = (id(settings), id(ctx.config), ctx.plugin)
+    found = _RESOLVED.get(key)
+    if found is None or found[0] is not settings or found[1] is not ctx.config:
+        target = settings.target(ctx.config)
+        assert target is not None
+        found = (settings, ctx.config, target, _makers(settings, ctx.plugin))
+        if len(_RESOLVED) >= 64:
+            _RESOLVED.clear()
+        _RESOLVED[key] = found
+    return settings, found[2], found[3]
 
 
 def from_memory(ctx: ProviderContext) -> Sequence[Block] | None:
@@ -40,15 +53,10 @@ def from_memory(ctx: ProviderContext) -> Sequence[Block] | None:
     source = _source(ctx)
     if source is None:
         return []
-    settings, target = source
+    _, target, makers = source
     from lamina_ledger.vouch import remembered
 
-    return remembered(
-        target,
-        ctx.request.session_label,
-        ctx.request.parent_turn_id,
-        **_makers(settings, ctx.plugin),
-    )
+    return remembered(target, ctx.request.session_label, ctx.request.parent_turn_id, **makers)
 
 
 def _makers(settings: LedgerSettings, plugin: str) -> dict[str, Any]:
@@ -69,7 +77,7 @@ def provide(ctx: ProviderContext) -> Sequence[Block]:
     source = _source(ctx)
     if source is None:
         return []
-    settings, target = source
+    settings, target, makers = source
     from lamina_ledger.db import db_errors, is_postgres
     from lamina_ledger.pool import POOL
 
@@ -85,9 +93,7 @@ def provide(ctx: ProviderContext) -> Sequence[Block]:
     except LedgerError as exc:
         raise LedgerError(exc.cause, session=session, database=exc.database) from exc
     try:
-        return ledger.history_blocks(
-            session, at_turn=ctx.request.parent_turn_id, **_makers(settings, ctx.plugin)
-        )
+        return ledger.history_blocks(session, at_turn=ctx.request.parent_turn_id, **makers)
     except LedgerError as exc:
         if lenient and exc.cause == "no such session":
             return []

@@ -54,6 +54,8 @@ class Sizes:
         # Per session (and tokenizer, framing): the last total, for the most recent sessions.
         self._last: Recent[tuple[str, str, int], tuple[str | None, int, str, int]]
         self._last = Recent(sessions)
+        # Per session, tokenizer, framing, compaction and summary marker: the summary's tokens.
+        self._summaries: dict[tuple[str, str, int, str, str | None], int] = {}
         self._lock = threading.Lock()
 
     def history(
@@ -63,10 +65,20 @@ class Sizes:
         turns = history.turns
         summary = 0
         compaction = history.compaction
-        if compaction is not None:
-            text = summary_text(compaction.summary, settings)
-            summary = tokenizer.count(text) + overhead
         key = (history.session, tokenizer.name, overhead)
+        if compaction is not None:
+            # A compaction's summary never changes: counted once per marker (the text is
+            # otherwise made and hashed again on every request).
+            marked = (*key, compaction.turn_id, settings.summary_marker)
+            found = self._summaries.get(marked)
+            if found is None:
+                text = summary_text(compaction.summary, settings)
+                found = tokenizer.count(text) + overhead
+                with self._lock:
+                    if len(self._summaries) >= SESSIONS:
+                        self._summaries.clear()
+                    self._summaries[marked] = found
+            summary = found
         marker = compaction.turn_id if compaction is not None else None
         last = self._last.get(key)
         start, total = 0, 0
