@@ -55,7 +55,7 @@ class Sizes:
         self._last: Recent[tuple[str, str, int], tuple[str | None, int, str, int]]
         self._last = Recent(sessions)
         # Per session, tokenizer, framing, compaction and summary marker: the summary's tokens.
-        self._summaries: dict[tuple[str, str, int, str, str | None], int] = {}
+        self._summaries: dict[tuple[str, str, int, str, str, int, str | None], int] = {}
         self._lock = threading.Lock()
 
     def history(
@@ -68,8 +68,15 @@ class Sizes:
         key = (history.session, tokenizer.name, overhead)
         if compaction is not None:
             # A compaction's summary never changes: counted once per marker (the text is
-            # otherwise made and hashed again on every request).
-            marked = (*key, compaction.turn_id, settings.summary_marker)
+            # otherwise made and hashed again on every request). Its time and length are in
+            # the key too, for a ledger made again with ids a caller chose.
+            marked = (
+                *key,
+                compaction.turn_id,
+                compaction.created_at,
+                len(compaction.summary),
+                settings.summary_marker,
+            )
             found = self._summaries.get(marked)
             if found is None:
                 text = summary_text(compaction.summary, settings)
