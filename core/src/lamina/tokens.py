@@ -29,6 +29,7 @@ from lamina.encodings import (
     load_fast,
 )
 from lamina.errors import LaminaError, PluginError
+from lamina.joins import splits_between
 from lamina.records import Tokenizer
 from lamina.small_counter import SmallCounter, load_small
 
@@ -333,11 +334,13 @@ class TokenCounter:
     Each new count is checked (``CheckedTokenizer``), so a plugin's bad count is an error
     naming ``plugin``; ``checked`` is the tokenizer to hand truncators and summarizers."""
 
-    __slots__ = ("_cache", "_lock", "checked", "hits", "misses", "tokenizer")
+    __slots__ = ("_cache", "_lock", "_splits", "checked", "hits", "misses", "tokenizer")
 
     def __init__(self, tokenizer: Tokenizer, plugin: str | None = None) -> None:
         self.tokenizer = tokenizer
         self.checked = CheckedTokenizer(tokenizer, plugin)
+        encoding = tokenizer.encoding if type(tokenizer) is TiktokenTokenizer else None
+        self._splits = splits_between(encoding)
         self.hits = 0
         self.misses = 0
         self._cache: dict[str | bytes, int] = {}
@@ -365,6 +368,23 @@ class TokenCounter:
         with self._lock:
             self.misses += 1
         return value
+
+    def count_joined(self, pieces: Sequence[str], separator: str) -> int:
+        """Tokens in ``separator.join(pieces)``, counted piece by piece (memoized) where the
+        tokenizer's split shows a join cannot merge tokens across it (``lamina.joins``), else
+        the runs between such joins counted whole."""
+        splits = self._splits
+        if splits is None or len(pieces) < 2:
+            return self.count(separator.join(pieces))
+        total, run = 0, pieces[0]
+        for piece in pieces[1:]:
+            left = run + separator
+            if splits(left, piece):
+                total += self.count(left)
+                run = piece
+            else:
+                run = left + piece
+        return total + self.count(run)
 
     def remember(self, key: str, compute: Callable[[], int]) -> int:
         """A count memoized under ``key`` (e.g. a block's hash) and computed once."""

@@ -36,7 +36,9 @@ def format_within(state: InFlight, measurer: Measurer, fitter: Fitter) -> None:
         if memo is not None and memo.get("live") is not by_place.get("history"):
             memo = None
         out = render(by_place, measurer, memo)
-        used = usage(state, measurer, out, by_place.get("history", []), memo)
+        used = usage(
+            state, measurer, out, by_place.get("history", []), memo, by_place.get("event", [])
+        )
         over = used.total - available
         if over <= 0:
             state.formatted, state.used, state.live = out, used, by_place
@@ -183,8 +185,21 @@ def render(
 def _join(items: list[Item], measurer: Measurer) -> str:
     if not items:
         return ""
-    parts = [measurer.render(i) for i in items if i.block.body]
-    return measurer.formatter(items[0]).separator.join(parts)
+    return measurer.formatter(items[0]).separator.join(_pieces(items, measurer))
+
+
+def _pieces(items: list[Item], measurer: Measurer) -> list[str]:
+    return [measurer.render(i) for i in items if i.block.body]
+
+
+def _current_text(items: list[Item], measurer: Measurer) -> int:
+    """The current message's text tokens, exact: its blocks as rendered (each counted when
+    measured) and the separators between them, counted in pieces where that is exact
+    (``TokenCounter.count_joined``), so the event's content is not tokenized twice."""
+    if not items:
+        return measurer.counter.count("")
+    separator = measurer.formatter(items[0]).separator
+    return measurer.counter.count_joined(_pieces(items, measurer), separator)
 
 
 def usage(
@@ -193,10 +208,12 @@ def usage(
     out: Formatted,
     history: Sequence[Item],
     memo: dict[str, Any] | None = None,
+    event: list[Item] | None = None,
 ) -> BudgetUsage:
     """Exact usage of the final text. History messages are the blocks' own parts, so their
-    memoized counts are reused; the before/after-history wrappers are counted afresh. Tool
-    definitions count with the system prompt: both are the static head of a request."""
+    memoized counts are reused; the before/after-history wrappers are counted afresh; the
+    current message's text from ``event``, its items (``_current_text``). Tool definitions
+    count with the system prompt: both are the static head of a request."""
     info, counter = state.model.info, measurer.counter
     overhead = info.message_overhead
     system = counter.count(out.system_prompt) + overhead if out.system_prompt else 0
@@ -213,8 +230,12 @@ def usage(
             hist = memo["cost"] = total(history)
     hist += sum(counter.count(w) + overhead for w in out.wrappers)
     current = out.current.content
-    event = measurer.parts(current) + measurer.framing(current, overhead) + info.reply_overhead
-    return BudgetUsage(system_prompt=system, history=hist, event=event, total=system + hist + event)
+    text = measurer.parts(current[:1]) if event is None else _current_text(event, measurer)
+    tokens = text + measurer.parts(current[1:]) + measurer.framing(current, overhead)
+    tokens += info.reply_overhead
+    return BudgetUsage(
+        system_prompt=system, history=hist, event=tokens, total=system + hist + tokens
+    )
 
 
 def after_history_tokens(state: InFlight, measurer: Measurer) -> int:
