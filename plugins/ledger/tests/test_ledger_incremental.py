@@ -298,3 +298,34 @@ def test_what_a_request_needs_that_never_changes_is_made_once(
     a.close()
     assert len(resolved) == first <= 2
     assert summaries == ["the gist so far", "a newer gist"]
+
+
+def test_a_turn_is_sized_when_it_is_recorded_not_at_the_next_request(
+    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``record_turn`` has the new turn's exact counts at hand: it sizes the turn there
+    (framing and tool ids with them), so the next request sizes nothing; and the size is the
+    one a session that never saw the turn written makes from the stored turn."""
+    import lamina_ledger.sizing as sizing
+
+    sized: list[str] = []
+    real = sizing.turn_size
+
+    def spy(turn: Any, tokenizer: Any, overhead: int) -> int:
+        sized.append(turn.id)
+        return real(turn, tokenizer, overhead)
+
+    monkeypatch.setattr(sizing, "turn_size", spy)
+    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s:
+        s.start("s")
+        for i in range(4):
+            s.record_turn(a.request(f"q{i}"), exchange(i))
+            s.assemble(a.request(f"now {i}"))
+        request = a.request("then")
+        written = s._history_tokens(request)
+    assert sized == []
+    with LedgerSession(a) as fresh:
+        assert fresh._history_tokens(request) == written
+    assert len(sized) == 4
+    a.close()

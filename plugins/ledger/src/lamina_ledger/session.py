@@ -270,7 +270,7 @@ class LedgerSession(AsyncCalls, Reads):
         provider = request.provider or None
         if "prefix" not in fields:  # the request's stable prefix, to find cache busts by
             fields["prefix"] = self.prefixes.take(request, messages)
-        return self.ledger.append_turn(
+        turn_id = self.ledger.append_turn(
             request.session_label,
             messages,
             usage=usage,
@@ -281,6 +281,10 @@ class LedgerSession(AsyncCalls, Reads):
             counted_by=tokenizer.name if exact else None,
             **fields,
         )
+        if counts is not None:  # sized now, from the counts at hand: not at the next request
+            overhead = self.assembler.model(model).info.message_overhead
+            self._sizes.written(turn_id, messages, counts, tokenizer, overhead)
+        return turn_id
 
     # -- internals -----------------------------------------------------------------------
 

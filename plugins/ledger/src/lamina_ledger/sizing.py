@@ -10,7 +10,7 @@ from typing import Any
 
 from attrs import frozen
 
-from lamina import Message, Tokenizer
+from lamina import Message, Tokenizer, count_ids
 from lamina_ledger.blocks import summary_text
 from lamina_ledger.compaction import message_size, turn_size
 from lamina_ledger.recent import SESSIONS, Recent
@@ -97,6 +97,26 @@ class Sizes:
         if turns:
             self._last[key] = (marker, len(turns), turns[-1].id, total)
         return summary + total
+
+    def written(
+        self,
+        turn_id: str,
+        messages: Sequence[Message],
+        counts: Sequence[int],
+        tokenizer: Tokenizer,
+        overhead: int,
+    ) -> None:
+        """Remember the size of a turn as it is written (``counts``: its messages' exact
+        tokens by ``tokenizer``), so the next request, which finds it in history, does not
+        size it: what ``turn_size`` gives for the stored turn, made from what is at hand."""
+        size = sum(
+            c + overhead + count_ids(m.content, tokenizer.count)
+            for m, c in zip(messages, counts, strict=True)
+        )
+        with self._lock:
+            if len(self._turns) >= _TURNS:
+                self._turns.clear()
+            self._turns[(turn_id, tokenizer.name, overhead)] = size
 
     def _turn(self, turn: Turn, tokenizer: Tokenizer, overhead: int) -> int:
         key = (turn.id, tokenizer.name, overhead)
