@@ -329,3 +329,39 @@ def test_a_turn_is_sized_when_it_is_recorded_not_at_the_next_request(
         assert fresh._history_tokens(request) == written
     assert len(sized) == 4
     a.close()
+
+
+def test_a_turn_written_through_the_session_has_its_blocks_made_as_it_is_written(
+    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn goes on the remembered history at write time with its blocks, made by the
+    maker that made the history's blocks before: the next request makes none, and its
+    context is the one a session that never saw the writes assembles."""
+    import lamina_ledger.blocks as blocks
+
+    made: list[str] = []
+    doing = ["reading"]
+    real = blocks.turn_blocks
+
+    def spy(turn: Any, name: str) -> Any:
+        made.append(doing[0])
+        return real(turn, name)
+
+    monkeypatch.setattr(blocks, "turn_blocks", spy)
+    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s:
+        s.start("s")
+        s.record_turn(a.request("q0"), exchange(0))
+        s.assemble(a.request("now"))
+        made.clear()
+        for i in range(1, 4):
+            doing[0] = "writing"
+            s.record_turn(a.request(f"q{i}"), exchange(i))
+            doing[0] = "reading"
+            context = s.assemble(a.request(f"now {i}"))
+    assert made == ["writing"] * 3
+    fresh = make_assembler(config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(fresh) as other:
+        assert other.assemble(fresh.request("now 3")).history == context.history
+    a.close()
+    fresh.close()

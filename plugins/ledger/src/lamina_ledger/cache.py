@@ -35,6 +35,9 @@ class Entry:
     blocks: dict[tuple[str, str], tuple[Block, ...]] = field(factory=dict)
     #: The whole block sequence by (plugin, summary key), with how many turns it covers.
     flat: dict[tuple[str, str], tuple[int, Chunked[Block]]] = field(factory=dict)
+    #: Each plugin's maker of a turn's blocks, as last used on this history: a turn written
+    #: through this ledger has its blocks made then (``appended``), not at the next read.
+    makers: dict[str, Callable[[Turn], Sequence[Block]]] = field(factory=dict)
     _calls: frozenset[str] | None = None
 
     def calls(self) -> frozenset[str]:
@@ -54,8 +57,8 @@ class Entry:
 
     def hand_over(self, entry: Entry) -> None:
         """Give ``entry`` (this history with turns appended) the blocks made so far."""
-        entry.blocks, entry.flat = self.blocks, self.flat
-        self.blocks, self.flat = {}, {}
+        entry.blocks, entry.flat, entry.makers = self.blocks, self.flat, self.makers
+        self.blocks, self.flat, self.makers = {}, {}, {}
 
     def carried(self, history: History) -> dict[tuple[str, str], tuple[Block, ...]]:
         """The blocks still good for ``history``: those of turns it still holds."""
@@ -101,7 +104,8 @@ def appended(cache: HistoryCache, session: str, parent: str, version: int, turn:
     """Put ``turn``, just appended on ``parent`` by this ledger (the session's version now
     ``version``), on the session's remembered history when that is the history it went on
     (its head ``parent``, one version before): the next request then reads only the version,
-    as if it had read the turn. Otherwise (another writer came between, a tool result whose
+    as if it had read the turn, and finds its blocks made by the makers that made the
+    history's blocks before (``Entry.makers``). Otherwise (another writer came between, a tool result whose
     call is further back) nothing changes and the next request reads. Returns whether it
     went on. Callers hold the reader's lock."""
     key = (session, None)
@@ -119,6 +123,11 @@ def appended(cache: HistoryCache, session: str, parent: str, version: int, turn:
     )
     entry = Entry(version=version, head=turn.id, history=history)
     old.hand_over(entry)
+    for plugin, make in entry.makers.items():
+        try:
+            entry.blocks[(plugin, turn.id)] = tuple(make(turn))
+        except Exception:  # (made at the next read instead, where an error is reported)
+            continue
     cache.put(key, entry)
     return True
 
@@ -134,6 +143,7 @@ def cached_blocks(
     The whole sequence is kept too, immutable (a ``Chunked``): a history that grew gets one
     that shares its chunks, so neither this nor the kernel copies the blocks before it."""
     turns = entry.history.turns
+    entry.makers[plugin] = make
     covered, whole = entry.flat.get((plugin, summary[0]), (0, _NONE))
     out: list[Block] = []
     if not covered:
