@@ -7,10 +7,15 @@ network) runs through ``LedgerSession`` (assemble, then ``record_turn``) at a 32
 budget, SQLite ledger in a temp dir, the system prompt declared in config (``[[blocks]]``).
 After the 300 turns, ``--requests`` more turns are timed: each request's
 ``LedgerSession.assemble`` (compactions included, as they happen) and, on the same history at
-the same step, ``trim_messages(strategy="last", start_on="human")`` whose ``token_counter``
-reads a dict of counts made beforehand (untimed, in a child process). Rounds interleave the
-two, each request alternating which side runs first; medians per request and their ratio
-(Lamina / peer: <= 1.0 means Lamina is as fast). Each budget runs in a fresh process, where
+the same step, the peer's request: the new user message counted (tiktoken's
+``encode_ordinary``), then ``trim_messages(strategy="last", start_on="human")`` whose
+``token_counter`` reads a dict of the history's counts made beforehand (untimed, in a child
+process). Each side counts every message once: the history's when it was recorded (Lamina in
+``record_turn``, untimed), the new message in the request that brings it. The peer's
+``trim_messages`` alone is printed too (the new message's count made beforehand, as this
+script did before 2026-11-26). Rounds interleave the two, each request alternating which side
+runs first; medians per request and their ratio (Lamina / peer: <= 1.0 means Lamina is as
+fast). Each budget runs in a fresh process, where
 Lamina counts as it would in a host of its own (its first 500,000 characters with the
 small-text counter); ``--host-encoding`` builds tiktoken's encoding first, as a host that
 counts with tiktoken itself (the peer's) has, and Lamina's tokenizers then use it.
@@ -35,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +115,30 @@ def clock(fn: Any) -> tuple[float, Any]:
     return 1000 * (time.perf_counter() - started), out
 
 
+def peer_request(
+    ask: str,
+    asked: int | None,
+    encode: Any,
+    into: list[float],
+    history: list[BaseMessage],
+    room: int,
+    counter: Any,
+) -> None:
+    """The peer's request: the new message counted once, as it arrives (``asked`` when it was
+    counted beforehand; the seconds it takes go to ``into``), then ``trim_messages``."""
+    started = time.perf_counter()
+    if asked is None:
+        asked = len(encode(ask))
+    into.append(time.perf_counter() - started)
+    trim_messages(
+        history,
+        max_tokens=room - asked,
+        token_counter=counter,
+        strategy="last",
+        start_on="human",
+    )
+
+
 def agent_loop(budget: int, warmup: int, requests: int, made: dict[str, Any]) -> dict[str, Any]:
     """Median ms per request after ``warmup`` turns: Lamina and the peer, whose counts are
     ``made`` beforehand (``session_counts``)."""
@@ -120,7 +150,8 @@ def agent_loop(budget: int, warmup: int, requests: int, made: dict[str, Any]) ->
 
     history: list[BaseMessage] = []
     sys_tokens = made["system"]
-    lamina_ms, peer_ms, compacting = [], [], 0
+    lamina_ms, peer_ms, trim_ms, compacting = [], [], [], 0
+    encode: Any = None  # the peer's tokenizer, built when timing starts
     with tempfile.TemporaryDirectory() as tmp:
         cfg = {
             "model": "gpt-4o",
@@ -135,29 +166,26 @@ def agent_loop(budget: int, warmup: int, requests: int, made: dict[str, Any]) ->
             s.start("bench")
             for i, turn in enumerate(turns):
                 req = a.request(turn[0].text)
-                ask_tokens = made["asks"][i]
+                if i == warmup:  # (untimed; a host that counts for trim_messages has one)
+                    encode = load_encoding("o200k_base").encode_ordinary
                 before = len(s.compactions)
-                room = budget - sys_tokens - ask_tokens
+                peer_parts: list[float] = []
+                asked = made["asks"][i] if encode is None else None
+                peer = partial(peer_request, turn[0].text, asked, encode, peer_parts)
+                peer = partial(peer, history, budget - sys_tokens, counter)
+
                 # Which side runs first alternates: the one right after the host's own work
                 # between requests (here, making the peer's messages) finds colder caches.
-                sides = [
-                    lambda req=req: s.assemble(req),
-                    lambda room=room: trim_messages(
-                        history,
-                        max_tokens=room,
-                        token_counter=counter,
-                        strategy="last",
-                        start_on="human",
-                    ),
-                ]
+                sides = [lambda req=req: s.assemble(req), peer]
                 timed = {}
                 for side in (0, 1) if i % 2 else (1, 0):
                     gc.collect()
                     timed[side] = clock(sides[side])[0]
-                ms, peer = timed[0], timed[1]
+                ms, whole = timed[0], timed[1]
                 if i >= warmup:
                     lamina_ms.append(ms)
-                    peer_ms.append(peer)
+                    peer_ms.append(whole)
+                    trim_ms.append(whole - 1000 * peer_parts[0])
                     compacting += len(s.compactions) > before
                 s.record_turn(req, turn)
                 for m, tokens in zip(turn, made["turns"][i], strict=True):
@@ -166,10 +194,13 @@ def agent_loop(budget: int, warmup: int, requests: int, made: dict[str, Any]) ->
                     history.append(lm)
             decoded = getattr(s.ledger, "decoded", "?")  # (a ledger before incremental reads)
     lm_med, pc_med = statistics.median(lamina_ms), statistics.median(peer_ms)
+    trim_med = statistics.median(trim_ms)
     return {
         "lamina_ms": lm_med,
         "peer_ms": pc_med,
         "ratio": lm_med / pc_med,
+        "trim_ms": trim_med,
+        "trim_ratio": lm_med / trim_med,
         "compacting_requests": compacting,
         "decoded_turns": decoded,
     }
@@ -238,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  {args.budget // 1000}k: Lamina {r['lamina_ms']:.2f} ms, peer {r['peer_ms']:.2f} "
             f"ms, Lamina / peer {r['ratio']:.2f}x ({r['compacting_requests']} of "
             f"{args.requests} timed requests compacted; {r['decoded_turns']} turns decoded "
-            "over the run)",
+            f"over the run); the peer's trim_messages alone {r['trim_ms']:.2f} ms, Lamina / "
+            f"trim alone {r['trim_ratio']:.2f}x",
             flush=True,
         )
         return 0
