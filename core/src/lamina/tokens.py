@@ -326,6 +326,11 @@ class CheckedTokenizer:
         return offsets
 
 
+def _key(text: str) -> bytes:
+    """A text's key in ``TokenCounter`` 's memo: its sha256 digest."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
 class TokenCounter:
     """Memoizes ``tokenizer.count`` by a caller-supplied key or a sha256 digest of the text
     (hardware-accelerated on current CPUs, so hashing costs a fraction of counting), so the
@@ -348,11 +353,7 @@ class TokenCounter:
 
     def count(self, text: str, key: str | None = None) -> int:
         """Tokens in ``text``; ``key`` (a content hash) must identify ``text`` when given."""
-        cache_key: str | bytes = (
-            key
-            if key is not None
-            else hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-        )
+        cache_key: str | bytes = key if key is not None else _key(text)
         cached = self._cache.get(cache_key)
         if cached is not None:
             with self._lock:
@@ -369,10 +370,14 @@ class TokenCounter:
             self.misses += 1
         return value
 
+    def known(self, text: str) -> int | None:
+        """``text`` 's memoized count, or ``None`` when it was not counted yet."""
+        return self._cache.get(_key(text))
+
     def count_joined(self, pieces: Sequence[str], separator: str) -> int:
-        """Tokens in ``separator.join(pieces)``, counted piece by piece (memoized) where the
-        tokenizer's split shows a join cannot merge tokens across it (``lamina.joins``), else
-        the runs between such joins counted whole."""
+        """Tokens in ``separator.join(pieces)`` (memoized as that text's count), counted piece
+        by piece (each memoized) where the tokenizer's split shows a join cannot merge tokens
+        across it (``lamina.joins``), else the runs between such joins counted whole."""
         splits = self._splits
         if splits is None or len(pieces) < 2:
             return self.count(separator.join(pieces))
@@ -384,7 +389,8 @@ class TokenCounter:
                 run = piece
             else:
                 run = left + piece
-        return total + self.count(run)
+        total += self.count(run)
+        return self._cache.setdefault(_key(separator.join(pieces)), total)
 
     def remember(self, key: str, compute: Callable[[], int]) -> int:
         """A count memoized under ``key`` (e.g. a block's hash) and computed once."""

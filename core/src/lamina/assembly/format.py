@@ -192,14 +192,17 @@ def _pieces(items: list[Item], measurer: Measurer) -> list[str]:
     return [measurer.render(i) for i in items if i.block.body]
 
 
-def _current_text(items: list[Item], measurer: Measurer) -> int:
-    """The current message's text tokens, exact: its blocks as rendered (each counted when
-    measured) and the separators between them, counted in pieces where that is exact
-    (``TokenCounter.count_joined``), so the event's content is not tokenized twice."""
-    if not items:
-        return measurer.counter.count("")
+def _current_text(items: list[Item], measurer: Measurer, text: str) -> int:
+    """The current message's text tokens, exact: ``text`` (its blocks as rendered, joined
+    by their separator) counted before, else counted in pieces where that is exact
+    (``TokenCounter.count_joined``: each block was counted when measured), so the event's
+    content is not tokenized twice."""
+    counter = measurer.counter
+    found = counter.known(text)
+    if found is not None or not items:
+        return counter.count(text) if found is None else found
     separator = measurer.formatter(items[0]).separator
-    return measurer.counter.count_joined(_pieces(items, measurer), separator)
+    return counter.count_joined(_pieces(items, measurer), separator)
 
 
 def usage(
@@ -230,7 +233,11 @@ def usage(
             hist = memo["cost"] = total(history)
     hist += sum(counter.count(w) + overhead for w in out.wrappers)
     current = out.current.content
-    text = measurer.parts(current[:1]) if event is None else _current_text(event, measurer)
+    first = current[0]  # (render makes it the joined text of the event's blocks)
+    if event is None or not isinstance(first, TextPart):
+        text = measurer.parts(current[:1])
+    else:
+        text = _current_text(event, measurer, first.text)
     tokens = text + measurer.parts(current[1:]) + measurer.framing(current, overhead)
     tokens += info.reply_overhead
     return BudgetUsage(
