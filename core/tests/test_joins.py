@@ -137,3 +137,14 @@ def test_the_event_content_is_tokenized_once_per_request(monkeypatch: pytest.Mon
     assert ctx.token_budget.used.event == (
         _count("o200k_base", sent) + overhead.message_overhead + overhead.reply_overhead
     )
+
+
+def test_the_joined_length_limit_is_the_tokenizers_ordinary_limit() -> None:
+    """Past ``ORDINARY_LIMIT`` a tokenizer counts another way, which the rule does not cover."""
+    import lamina.joins
+    import lamina.tokens
+
+    assert lamina.joins.LIMIT == lamina.tokens.ORDINARY_LIMIT
+    splits = splits_between("o200k_base")
+    assert splits is not None
+    assert not splits("x\n", "y" * lamina.tokens.ORDINARY_LIMIT)
