@@ -21,6 +21,8 @@ Timings are medians and minimums of ``--repeat`` runs (wall clock, ``time.perf_c
 interleaved rounds: each round every system takes its samples in turn, so background load hits
 all of them alike. ``--warm-only`` times only Lamina's warm assembly and the precomputed peer
 (cold Lamina and the re-tokenizing LangChain take minutes at 10,000 messages).
+``--request-history`` gives Lamina the history as a host passes it (``AssemblyRequest.history``,
+served by the built-in ``history`` layer) instead of from a plugin's provider (the default).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
 
-from lamina import Assembler
+from lamina import Assembler, Message
 from lamina.model.blocks import Block
 from lamina.testing import StaticProvider, make_assembler
 from lamina.tokens import load_encoding
@@ -158,19 +160,32 @@ class LaminaRunner:
     """Cold: a fresh Assembler per sample (plugin resolution untimed), its first ``assemble``.
     Warm: one primed Assembler, ``assemble`` again."""
 
-    def __init__(self, blocks: list[Block], budget: int, strategy: str, cold: bool = True) -> None:
+    def __init__(
+        self,
+        blocks: list[Block],
+        budget: int,
+        strategy: str,
+        cold: bool = True,
+        messages: tuple[Message, ...] | None = None,
+    ) -> None:
         self.blocks, self.budget, self.strategy, self.timing_cold = blocks, budget, strategy, cold
-        self.warm_asm = new_assembler(blocks, budget, strategy)
-        self.warm_request = self.warm_asm.request(CURRENT_MESSAGE)
+        self.messages = messages  # the history as the host passes it, instead of a plugin's
+        self.warm_asm = self.assembler()
+        self.warm_request = self.warm_asm.request(CURRENT_MESSAGE, history=messages)
         self.ctx = self.warm_asm.assemble(self.warm_request)  # prime the memo
         self.cold: list[float] = []
         self.warm: list[float] = []
         self.phases: dict[str, list[float]] = {}
 
+    def assembler(self) -> Assembler:
+        if self.messages is None:
+            return new_assembler(self.blocks, self.budget, self.strategy)
+        return make_assembler(lamina_config(self.budget, self.strategy))
+
     def sample(self) -> None:
         if self.timing_cold:
-            asm = new_assembler(self.blocks, self.budget, self.strategy)
-            request = asm.request(CURRENT_MESSAGE)
+            asm = self.assembler()
+            request = asm.request(CURRENT_MESSAGE, history=self.messages)
             ms, _ = timed(lambda: asm.assemble(request))
             self.cold.append(ms)
             asm.close()
@@ -212,21 +227,24 @@ def growing(
     budget: int,
     start: int,
     turns: int,
+    messages: tuple[Message, ...] | None = None,
 ) -> dict[str, list[float]]:
     """Each round the session gains one turn (two messages) and both systems trim it: Lamina
     with a new event each call on one Assembler, LangChain with precomputed counts. Lamina has
     counted every message once beforehand (untimed), as a ledger stores each message's exact
-    count: neither system tokenizes history while timed."""
+    count: neither system tokenizes history while timed. With ``messages``, Lamina gets the
+    history as a host passes it (the first ``end`` of them with each request)."""
     blocks = lamina_blocks(history)
-    shown = {"blocks": blocks}
+    shown = {"blocks": blocks if messages is None else []}
     asm = make_assembler(
         lamina_config(budget, "rollingWindow"),
         plugins=[("bench-history", StaticProvider(lambda ctx: shown["blocks"], name="bench"))],
     )
-    asm.assemble(asm.request(CURRENT_MESSAGE))  # every message counted once, as the peer's are
-    shown["blocks"] = blocks[:start]
-    asm.assemble(asm.request(CURRENT_MESSAGE))
-    messages = langchain_messages(history)
+    # Every message counted once, as the peer's are.
+    asm.assemble(asm.request(CURRENT_MESSAGE, history=messages))
+    shown["blocks"] = blocks[:start] if messages is None else []
+    asm.assemble(asm.request(CURRENT_MESSAGE, history=messages and messages[:start]))
+    peers = langchain_messages(history)
     known = dict(zip((text for _, text in history), sizes, strict=True))
 
     def count(batch: list[BaseMessage]) -> int:
@@ -235,13 +253,14 @@ def growing(
     out: dict[str, list[float]] = {"Lamina (rollingWindow)": [], "LangChain, precomputed": []}
     for turn in range(turns):
         end = start + 2 * (turn + 1)
-        shown["blocks"] = blocks[:end]
-        request = asm.request(f"{CURRENT_MESSAGE} ({turn})")
+        shown["blocks"] = blocks[:end] if messages is None else []
+        passed = messages and messages[:end]
+        request = asm.request(f"{CURRENT_MESSAGE} ({turn})", history=passed)
         ms, ctx = timed(lambda: asm.assemble(request))  # noqa: B023 - called at once
         if ctx.token_budget.used.total > budget:
             raise SystemExit(f"ERROR: Lamina used {ctx.token_budget.used.total} > {budget}")
         out["Lamina (rollingWindow)"].append(ms)
-        batch = messages[:end]
+        batch = peers[:end]
         ms, _ = timed(lambda: trim(batch, budget, count))  # noqa: B023 - called at once
         out["LangChain, precomputed"].append(ms)
     asm.close()
@@ -271,6 +290,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="time only Lamina's warm assembly and trim_messages with precomputed counts",
     )
     parser.add_argument(
+        "--request-history",
+        action="store_true",
+        help="Lamina gets the history as a host passes it (AssemblyRequest.history, the "
+        "built-in history layer) instead of from a plugin's provider",
+    )
+    parser.add_argument(
         "--grow",
         type=int,
         default=0,
@@ -289,7 +314,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"calls; budget {budget:,}; Python {platform.python_version()}, "
             f"{os.cpu_count()} CPUs"
         )
-        runs = growing(history, sizes, budget, args.messages, args.grow)
+        passed = (
+            tuple(Message.of(role, text) for role, text in history)  # type: ignore[arg-type]
+            if args.request_history
+            else None
+        )
+        runs = growing(history, sizes, budget, args.messages, args.grow, passed)
         peer = statistics.median(runs["LangChain, precomputed"])
         for label, times in runs.items():
             median, low = stats(times)
@@ -314,7 +344,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
 
     strategies = ("rollingWindow", "truncateMiddle")
-    laminas = {s: LaminaRunner(blocks, budget, s, cold) for s in strategies}
+    messages = (
+        tuple(Message.of(role, text) for role, text in history)  # type: ignore[arg-type]
+        if args.request_history
+        else None
+    )
+    laminas = {s: LaminaRunner(blocks, budget, s, cold, messages) for s in strategies}
     langchain = LangChainRunner(history, budget, counter) if cold else None
     known = dict(zip((text for _, text in history), sizes, strict=True))
     precomputed = LangChainRunner(
@@ -326,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runner.sample()
 
     by_id = {b.id: n for n, b in zip(sizes, blocks, strict=True)}
+    by_id.update({f"history:{i}": n for i, n in enumerate(sizes)})
     rows: dict[str, tuple[list[float], list[float], int, int]] = {}
     for strategy, runner in laminas.items():
         ctx = runner.ctx
