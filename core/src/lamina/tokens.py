@@ -374,13 +374,16 @@ class TokenCounter:
         """``text`` 's memoized count, or ``None`` when it was not counted yet."""
         return self._cache.get(_key(text))
 
-    def count_joined(self, pieces: Sequence[str], separator: str) -> int:
-        """Tokens in ``separator.join(pieces)`` (memoized as that text's count), counted piece
-        by piece (each memoized) where the tokenizer's split shows a join cannot merge tokens
-        across it (``lamina.joins``), else the runs between such joins counted whole."""
+    def count_joined(self, pieces: Sequence[str], separator: str, joined: str | None = None) -> int:
+        """Tokens in ``separator.join(pieces)`` (``joined``, when the caller has it; memoized
+        as that text's count), counted piece by piece (each memoized) where the tokenizer's
+        split shows a join cannot merge tokens across it (``lamina.joins``), else the runs
+        between such joins counted whole."""
+        if joined is None:
+            joined = separator.join(pieces)
         splits = self._splits
         if splits is None or len(pieces) < 2:
-            return self.count(separator.join(pieces))
+            return self.count(joined)
         total, run = 0, pieces[0]
         for piece in pieces[1:]:
             left = run + separator
@@ -390,7 +393,7 @@ class TokenCounter:
             else:
                 run = left + piece
         total += self.count(run)
-        return self._cache.setdefault(_key(separator.join(pieces)), total)
+        return self._cache.setdefault(_key(joined), total)
 
     def remember(self, key: str, compute: Callable[[], int]) -> int:
         """A count memoized under ``key`` (e.g. a block's hash) and computed once."""

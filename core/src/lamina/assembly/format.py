@@ -199,10 +199,12 @@ def _current_text(items: list[Item], measurer: Measurer, text: str) -> int:
     content is not tokenized twice."""
     counter = measurer.counter
     found = counter.known(text)
-    if found is not None or not items:
-        return counter.count(text) if found is None else found
+    if found is not None:
+        return found
+    if not items:
+        return counter.count(text)
     separator = measurer.formatter(items[0]).separator
-    return counter.count_joined(_pieces(items, measurer), separator)
+    return counter.count_joined(_pieces(items, measurer), separator, text)
 
 
 def usage(

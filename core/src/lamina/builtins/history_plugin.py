@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 from attrs import frozen
 
@@ -103,15 +104,7 @@ def _make(history: tuple[Message, ...], base: _Made | None, plugin: str) -> _Mad
     blocks: list[Block] = []
     for i, message in enumerate(new, start):
         if message.role == "system":
-            blocks.append(
-                Block(
-                    id=f"history:{i}",
-                    layer=WORKSPACE,
-                    content=message.content,
-                    trusted=True,
-                    provenance=Provenance(plugin=plugin, source_id=str(i)),
-                )
-            )
+            blocks.append(_block(i, plugin, message.content, {}, layer=WORKSPACE, trusted=True))
             continue
         parts = _paired(message.content, answered, called, unanswered, i, warnings)
         if not parts:
@@ -122,15 +115,9 @@ def _make(history: tuple[Message, ...], base: _Made | None, plugin: str) -> _Mad
         if opens_turn or turn < 0:
             turn += 1
         metadata = {"context_json": message.context_json} if message.context_json else {}
+        group = f"history:turn:{turn}"
         blocks.append(
-            Block(
-                id=f"history:{i}",
-                layer=SESSION,
-                role=message.role,
-                content=parts,
-                group=f"history:turn:{turn}",
-                provenance=Provenance(plugin=plugin, source_id=str(i), metadata=metadata),
-            )
+            _block(i, plugin, parts, metadata, layer=SESSION, role=message.role, group=group)
         )
     return _Made(
         history=history,
@@ -141,6 +128,14 @@ def _make(history: tuple[Message, ...], base: _Made | None, plugin: str) -> _Mad
         unanswered=frozenset(unanswered),
         turn=turn,
     )
+
+
+def _block(
+    index: int, plugin: str, content: tuple[Part, ...], metadata: dict[str, Any], **fields: Any
+) -> Block:
+    """The block of the message at ``index``."""
+    provenance = Provenance(plugin=plugin, source_id=str(index), metadata=metadata)
+    return Block(id=f"history:{index}", content=content, provenance=provenance, **fields)
 
 
 def _paired(

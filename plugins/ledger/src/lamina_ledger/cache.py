@@ -105,9 +105,9 @@ def appended(cache: HistoryCache, session: str, parent: str, version: int, turn:
     ``version``), on the session's remembered history when that is the history it went on
     (its head ``parent``, one version before): the next request then reads only the version,
     as if it had read the turn, and finds its blocks made by the makers that made the
-    history's blocks before (``Entry.makers``). Otherwise (another writer came between, a tool result whose
-    call is further back) nothing changes and the next request reads. Returns whether it
-    went on. Callers hold the reader's lock."""
+    history's blocks before (``Entry.makers``). Otherwise (another writer came between, a
+    tool result whose call is further back) nothing changes and the next request reads.
+    Returns whether it went on. Callers hold the reader's lock."""
     key = (session, None)
     old = cache.get(key)
     if old is None or old.version is None or old.version != version - 1 or old.head != parent:

@@ -61,12 +61,22 @@ def message_size(message: Message, tokenizer: Tokenizer) -> int:
 def turn_size(turn: Turn, tokenizer: Tokenizer, overhead: int) -> int:
     """A turn's tokens in history as the kernel charges them: the ledger's exact counts
     where this tokenizer made them, and each message's framing (overhead and tool ids)."""
-    exact = message_tokens(turn, tokenizer.name)
+    return messages_size(turn.messages, message_tokens(turn, tokenizer.name), tokenizer, overhead)
+
+
+def messages_size(
+    messages: Sequence[Message],
+    exact: Sequence[int | None],
+    tokenizer: Tokenizer,
+    overhead: int,
+) -> int:
+    """Messages' tokens in history: ``exact[i]`` (counted where ``None``) and each message's
+    framing (overhead and tool ids)."""
     return sum(
         (t if t is not None else message_size(m, tokenizer))
         + overhead
         + count_ids(m.content, tokenizer.count)
-        for m, t in zip(turn.messages, exact, strict=True)
+        for m, t in zip(messages, exact, strict=True)
     )
 
 

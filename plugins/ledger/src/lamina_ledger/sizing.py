@@ -10,9 +10,9 @@ from typing import Any
 
 from attrs import frozen
 
-from lamina import Message, Tokenizer, count_ids
+from lamina import Message, Tokenizer
 from lamina_ledger.blocks import summary_text
-from lamina_ledger.compaction import message_size, turn_size
+from lamina_ledger.compaction import message_size, messages_size, turn_size
 from lamina_ledger.recent import SESSIONS, Recent
 from lamina_ledger.records import History, Turn
 from lamina_ledger.settings import LedgerSettings
@@ -109,25 +109,22 @@ class Sizes:
         """Remember the size of a turn as it is written (``counts``: its messages' exact
         tokens by ``tokenizer``), so the next request, which finds it in history, does not
         size it: what ``turn_size`` gives for the stored turn, made from what is at hand."""
-        size = sum(
-            c + overhead + count_ids(m.content, tokenizer.count)
-            for m, c in zip(messages, counts, strict=True)
-        )
-        with self._lock:
-            if len(self._turns) >= _TURNS:
-                self._turns.clear()
-            self._turns[(turn_id, tokenizer.name, overhead)] = size
+        size = messages_size(messages, counts, tokenizer, overhead)
+        self._remember((turn_id, tokenizer.name, overhead), size)
 
     def _turn(self, turn: Turn, tokenizer: Tokenizer, overhead: int) -> int:
         key = (turn.id, tokenizer.name, overhead)
         size = self._turns.get(key)
         if size is None:
             size = turn_size(turn, tokenizer, overhead)
-            with self._lock:
-                if len(self._turns) >= _TURNS:
-                    self._turns.clear()
-                self._turns[key] = size
+            self._remember(key, size)
         return size
+
+    def _remember(self, key: tuple[str, str, int], size: int) -> None:
+        with self._lock:
+            if len(self._turns) >= _TURNS:
+                self._turns.clear()
+            self._turns[key] = size
 
 
 def message_counts(
