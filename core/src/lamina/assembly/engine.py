@@ -41,6 +41,7 @@ from lamina.records import Adapter, FitStrategy, Summarizer
 from lamina.tokens import TokenCounter
 
 _log = get_logger("assembly")
+_NONE = Overrides()  # (frozen: one for every call that overrides nothing)
 
 
 class Assembler:
@@ -128,20 +129,28 @@ class Assembler:
             raise ConfigError(
                 f"unknown fit strategy {strategy!r}; known: {_names(self.registry.fit_strategies)}"
             )
-        call = AssemblyCall(
-            request=request,
-            config=self.config,
-            kernel=self.kernel,
-            overrides=Overrides(
+        if (strategy, minimum_recent, reserve_response, verbose_report) == (None, None, None, None):
+            overrides = _NONE
+        else:
+            overrides = Overrides(
                 strategy=strategy,
                 minimum_recent=minimum_recent,
                 reserve_response=reserve_response,
                 verbose_report=verbose_report,
-            ),
+            )
+        # The pipeline is the innermost implementation; plugins' wrappers surround it (with
+        # none and no monitor, it is called directly: pluggy would build an implementation
+        # for it on each call).
+        hook = self.host.wrap_assembly
+        if not hook.get_hookimpls() and not self.host.pm.monitored:
+            return self.run(request, overrides)
+        call = AssemblyCall(
+            request=request,
+            config=self.config,
+            kernel=self.kernel,
+            overrides=overrides,
             engine=self,
         )
-        # The pipeline is the innermost implementation; plugins' wrappers surround it.
-        hook = self.host.wrap_assembly
         result: AssembledContext = hook.call_extra([self._innermost], {"call": call})
         return result
 
@@ -240,7 +249,7 @@ class Assembler:
         """The pipeline itself, phase by phase (what ``assemble`` runs inside the wrappers); a
         budget that cannot be met is logged (``lamina.assembly``, info) and raised."""
         try:
-            return self._run(request, overrides or Overrides())
+            return self._run(request, overrides or _NONE)
         except BudgetError as exc:
             _log.info("assembly refused: %s", exc)
             raise

@@ -28,9 +28,22 @@ class LaminaPluginManager(pluggy.PluginManager):
         super().__init__(hookspecs.PROJECT)
         self.add_hookspecs(hookspecs)
         self._single: dict[tuple[str, str], pluggy.HookCaller] = {}
+        self.monitored = 0  # hook call monitors added (see add_hookcall_monitoring)
         if os.environ.get(ENV_TRACE, "") not in ("", "0"):
             self.trace.root.setwriter(sys.stderr.write)
             self.enable_tracing()
+
+    def add_hookcall_monitoring(self, before: Any, after: Any) -> Callable[[], None]:
+        """Pluggy's monitoring (tracing uses it); while it is on, ``monitored`` is true and
+        the kernel calls every hook through pluggy, even one nothing implements."""
+        undo = super().add_hookcall_monitoring(before, after)
+        self.monitored += 1
+
+        def undone() -> None:
+            undo()
+            self.monitored -= 1
+
+        return undone
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         self._single.clear()

@@ -7,8 +7,6 @@ for it, and is dropped when the last of them is done (a later call makes a new o
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from attrs import define, field
 
@@ -32,18 +30,45 @@ class SessionLocks:
         with self._guard:
             return len(self._entries)
 
-    @contextmanager
-    def hold(self, label: str) -> Iterator[None]:
-        with self._guard:
-            entry = self._entries.get(label)
+    def hold(self, label: str) -> _Hold:
+        return _Hold(self, label)
+
+
+class _Hold:
+    """One ``SessionLocks.hold``: waits for the label's lock on entry, releases it (and drops
+    the lock when nobody else wants it) on exit. A plain class: a generator-based context
+    manager costs several times as much, and one runs per request."""
+
+    __slots__ = ("_entry", "_label", "_locks")
+
+    def __init__(self, locks: SessionLocks, label: str) -> None:
+        self._locks, self._label = locks, label
+        self._entry: _Entry | None = None
+
+    def __enter__(self) -> None:
+        locks, label = self._locks, self._label
+        with locks._guard:
+            entry = locks._entries.get(label)
             if entry is None:
-                entry = self._entries[label] = _Entry()
+                entry = locks._entries[label] = _Entry()
             entry.users += 1
         try:
-            with entry.lock:
-                yield
-        finally:
-            with self._guard:
-                entry.users -= 1
-                if entry.users == 0:
-                    del self._entries[label]
+            entry.lock.acquire()
+        except BaseException:
+            self._leave(entry)
+            raise
+        self._entry = entry
+
+    def __exit__(self, *_: object) -> None:
+        entry = self._entry
+        assert entry is not None
+        self._entry = None
+        entry.lock.release()
+        self._leave(entry)
+
+    def _leave(self, entry: _Entry) -> None:
+        locks = self._locks
+        with locks._guard:
+            entry.users -= 1
+            if entry.users == 0:
+                del locks._entries[self._label]

@@ -4,7 +4,7 @@ the kept turns), ancestries and statistics, each read in one snapshot transactio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from types import TracebackType
 from typing import Any, Self
 
 from lamina import Block, ToolCallPart
@@ -68,24 +68,9 @@ class LedgerReader(Remembering):
     def name(self) -> str:
         return self.db.name
 
-    @contextmanager
-    def _failing(self, session: str | None, turn: str | None = None) -> Iterator[None]:
-        """Turn driver errors into ``LedgerError`` s naming the session and turn."""
-        try:
-            yield
-        except LedgerError as exc:
-            if exc.database is None or exc.session is None:
-                raise exc.located(session=session, turn=turn, database=self.name) from exc
-            raise
-        except db_errors() as exc:
-            raise LedgerError(explain(exc), session=session, turn=turn, database=self.name) from exc
-        except UnicodeEncodeError as exc:
-            raise LedgerError(
-                f"text that is not valid Unicode ({exc.reason} at position {exc.start})",
-                session=session,
-                turn=turn,
-                database=self.name,
-            ) from exc
+    def _failing(self, session: str | None, turn: str | None = None) -> _Failing:
+        """Within: driver errors become ``LedgerError`` s naming the session and turn."""
+        return _Failing(self.name, session, turn)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -374,3 +359,35 @@ class LedgerReader(Remembering):
             summarizer=row[6],
             created_at=row[7],
         )
+
+
+class _Failing:
+    """``LedgerReader._failing``: a plain class, as one runs on every request (a
+    generator-based context manager costs several times as much)."""
+
+    __slots__ = ("_database", "_session", "_turn")
+
+    def __init__(self, database: str, session: str | None, turn: str | None) -> None:
+        self._database, self._session, self._turn = database, session, turn
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, _: TracebackType | None
+    ) -> None:
+        if exc is None:
+            return
+        session, turn, database = self._session, self._turn, self._database
+        if isinstance(exc, LedgerError):
+            if exc.database is None or exc.session is None:
+                raise exc.located(session=session, turn=turn, database=database) from exc
+        elif isinstance(exc, db_errors()):
+            raise LedgerError(explain(exc), session=session, turn=turn, database=database) from exc
+        elif isinstance(exc, UnicodeEncodeError):
+            raise LedgerError(
+                f"text that is not valid Unicode ({exc.reason} at position {exc.start})",
+                session=session,
+                turn=turn,
+                database=database,
+            ) from exc

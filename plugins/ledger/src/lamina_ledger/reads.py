@@ -24,6 +24,8 @@ class Reads:
     target: str
     settings: LedgerSettings
     _sizes: Sizes
+    #: Per model: the counter it was resolved with and its ``MemoTokenizer``.
+    _memos: dict[str, tuple[Any, MemoTokenizer]]
 
     def _kernel(self, request: AssemblyRequest) -> AssembledContext:
         """The kernel's assembly, its history provider giving the history read here, on this
@@ -36,8 +38,15 @@ class Reads:
         return history_of(self.target, self.ledger, request.session_label, request.parent_turn_id)
 
     def _tokenizer(self, model: str) -> MemoTokenizer:
+        """The model's tokenizer counting through the assembler's memo (made once per
+        resolved model: several calls on every request ask for it)."""
         resolved = self.assembler.model(model)
-        return MemoTokenizer(tokenizer=resolved.tokenizer, counter=resolved.counter)
+        found = self._memos.get(model)
+        if found is not None and found[0] is resolved.counter:
+            return found[1]
+        memo = MemoTokenizer(tokenizer=resolved.tokenizer, counter=resolved.counter)
+        self._memos[model] = (resolved.counter, memo)
+        return memo
 
     def _event_tokens(self, request: AssemblyRequest) -> int:
         return self._tokenizer(request.model).count(request.event.content)

@@ -12,8 +12,7 @@ kernel's pool as always, within its time limit."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
@@ -56,33 +55,40 @@ def _current() -> Vouch | None:
     return found
 
 
-@contextmanager
-def vouched(target: str, ledger: Ledger, session: str, at_turn: str | None) -> Iterator[None]:
+class vouched:  # (named as the function it replaced: ``with vouched(...):``)
     """Within: the history of ``session`` (at ``at_turn``) as read now through ``ledger`` is
     what the provider for ``target`` gives on this thread, and what ``history_of`` gives. An
     enclosing ``vouched`` for the same history, with nothing written through the ledger
-    since, is not read again."""
-    key = (session, at_turn)
-    before = _current()
-    if before is not None and before.holds(target, ledger, key):
-        yield
-        return
-    vouch: Vouch | None = None
-    writes = ledger.db.writes
-    try:
-        history = ledger.history(session, at_turn=at_turn)
-    except LedgerError:  # (no such session, the database failed): the provider will say
-        history = None
-    if history is not None:
-        with ledger.db.lock:  # (the reader's cache is used under its lock)
-            entry = ledger.cache.get(key)
-        if entry is not None and entry.history is history:  # (not read inside a write)
-            vouch = Vouch(target=target, ledger=ledger, key=key, entry=entry, writes=writes)
-    _local.vouch = vouch
-    try:
-        yield
-    finally:
-        _local.vouch = before
+    since, is not read again. (A plain class: one or two run on every request.)"""
+
+    __slots__ = ("_at_turn", "_before", "_ledger", "_session", "_target")
+
+    def __init__(self, target: str, ledger: Ledger, session: str, at_turn: str | None) -> None:
+        self._target, self._ledger, self._session, self._at_turn = target, ledger, session, at_turn
+        self._before: Vouch | None = None
+
+    def __enter__(self) -> None:
+        ledger, key = self._ledger, (self._session, self._at_turn)
+        before = self._before = _current()
+        if before is not None and before.holds(self._target, ledger, key):
+            return
+        vouch: Vouch | None = None
+        writes = ledger.db.writes
+        try:
+            history = ledger.history(self._session, at_turn=self._at_turn)
+        except LedgerError:  # (no such session, the database failed): the provider will say
+            history = None
+        if history is not None:
+            with ledger.db.lock:  # (the reader's cache is used under its lock)
+                entry = ledger.cache.get(key)
+            if entry is not None and entry.history is history:  # (not read inside a write)
+                vouch = Vouch(
+                    target=self._target, ledger=ledger, key=key, entry=entry, writes=writes
+                )
+        _local.vouch = vouch
+
+    def __exit__(self, *_: object) -> None:
+        _local.vouch = self._before
 
 
 def history_of(target: str, ledger: Ledger, session: str, at_turn: str | None) -> History:
