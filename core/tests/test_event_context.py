@@ -3,9 +3,15 @@ count and names, attachments (never inline image data), and when the context was
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lamina import ImagePart
+from lamina.model.event_context import merge_context_json
 from lamina.testing import make_assembler
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -73,3 +79,29 @@ def test_other_current_message_blocks_add_to_the_record() -> None:
             ],
         )
     )
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.lists(st.dictionaries(st.text(max_size=3), JSON, max_size=4), max_size=3))
+def test_merged_records_are_copies_the_blocks_cannot_be_changed_through(
+    records: list[dict[str, Any]],
+) -> None:
+    before = copy.deepcopy(records)
+    merged = merge_context_json(records)
+    # Changing every container of the merge leaves the blocks' records as they were.
+    stack: list[Any] = [merged]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+            value["changed"] = True
+        elif isinstance(value, list):
+            stack.extend(value)
+            value.append("changed")
+    assert records == before

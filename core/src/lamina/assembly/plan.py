@@ -39,27 +39,19 @@ def plan(
             f"model {request.model!r} is not known to any plugin; assuming a context window "
             f"of {info.context_window} tokens"
         )
-    budget_cfg = config.budget
-    if overrides.reserve_response is not None:
-        budget_cfg = evolve(budget_cfg, reserve_response=overrides.reserve_response)
-    reserve_response, reserve_tools = reserves(budget_cfg, info.context_window, info.max_output)
-    try:
-        budget = TokenBudget.plan(
-            model_limit=info.context_window,
-            reserve_response=reserve_response,
-            reserve_tools=reserve_tools,
-            cap=request.max_tokens or config.budget.max_tokens,
-        )
-    except ValueError as exc:
-        raise ConfigError(
-            f"{exc} (model {request.model!r}); lower the reserves",
-            file=config.where,
-            key=config.key("budget"),
-        ) from exc
-    filters: list[ToolFilter] = [a.record for a in registry.tool_filters]
-    offered: dict[str, Tool] = {t.name: t for t in config.tools}
-    offered.update({t.name: t for t in request.tools})
-    tools = tuple(t for t in offered.values() if all(f.allows(t, request) for f in filters))
+    cap = request.max_tokens or config.budget.max_tokens
+    budget = model.budgets.get((overrides.reserve_response, cap))
+    if budget is None:
+        budget = _budget(request, overrides, model, config, cap)
+        if len(model.budgets) >= 64:
+            model.budgets.clear()
+        model.budgets[overrides.reserve_response, cap] = budget
+    tools: tuple[Tool, ...] = ()
+    if config.tools or request.tools:
+        filters: list[ToolFilter] = [a.record for a in registry.tool_filters]
+        offered: dict[str, Tool] = {t.name: t for t in config.tools}
+        offered.update({t.name: t for t in request.tools})
+        tools = tuple(t for t in offered.values() if all(f.allows(t, request) for f in filters))
     return InFlight(
         request=request,
         overrides=overrides,
@@ -70,6 +62,35 @@ def plan(
         tool_tokens=tool_tokens(model, tools),
         warnings=warnings,
     )
+
+
+def _budget(
+    request: AssemblyRequest,
+    overrides: Overrides,
+    model: ResolvedModel,
+    config: LaminaConfig,
+    cap: int | None,
+) -> TokenBudget:
+    """The budget for the model's limit less the reserves, capped by ``cap`` (made once per
+    model, reserve override and cap: a ``TokenBudget`` is frozen)."""
+    info = model.info
+    budget_cfg = config.budget
+    if overrides.reserve_response is not None:
+        budget_cfg = evolve(budget_cfg, reserve_response=overrides.reserve_response)
+    reserve_response, reserve_tools = reserves(budget_cfg, info.context_window, info.max_output)
+    try:
+        return TokenBudget.plan(
+            model_limit=info.context_window,
+            reserve_response=reserve_response,
+            reserve_tools=reserve_tools,
+            cap=cap,
+        )
+    except ValueError as exc:
+        raise ConfigError(
+            f"{exc} (model {request.model!r}); lower the reserves",
+            file=config.where,
+            key=config.key("budget"),
+        ) from exc
 
 
 def tool_tokens(model: ResolvedModel, tools: Sequence[Tool]) -> int:

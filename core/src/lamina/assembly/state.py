@@ -39,6 +39,8 @@ class ResolvedModel:
     tokenizer_plugin: str
     counter: TokenCounter
     revision: list[Any] = field(factory=lambda: [None])
+    #: Budgets planned for this model, by reserve override and cap (see ``plan``).
+    budgets: dict[tuple[int | None, int | None], TokenBudget] = field(factory=dict)
 
 
 @define(kw_only=True, eq=False)

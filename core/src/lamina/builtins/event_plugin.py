@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from attrs import evolve
-
 from lamina.hookspecs import hookimpl
 from lamina.model.blocks import EVENT, Block, Provenance
 from lamina.model.event_context import event_context
@@ -80,7 +78,6 @@ def provide(ctx: ProviderContext) -> list[Block]:
 
 def _blocks(ctx: ProviderContext) -> Iterator[Block]:
     request = ctx.request
-    provenance = Provenance(plugin=ctx.plugin, source_id=request.event.id)
     # The current message's context_json travels with the content block (see format).
     recorded = event_context(request.event, event_time(request, ctx.now))
     yield Block.text(
@@ -89,7 +86,7 @@ def _blocks(ctx: ProviderContext) -> Iterator[Block]:
         "\n".join(event_lines(request, ctx.now)),
         required=True,
         trusted=True,
-        provenance=provenance,
+        provenance=Provenance(plugin=ctx.plugin, source_id=request.event.id),
     )
     yield Block(
         id="event:content",
@@ -98,7 +95,9 @@ def _blocks(ctx: ProviderContext) -> Iterator[Block]:
         content=(TextPart(text=request.event.content), *request.event.attachments),
         required=True,
         trusted=True,
-        provenance=evolve(provenance, metadata={"context_json": recorded}),
+        provenance=Provenance(
+            plugin=ctx.plugin, source_id=request.event.id, metadata={"context_json": recorded}
+        ),
     )
 
 

@@ -69,6 +69,19 @@ def _merge_into(into: dict[str, Any], more: dict[str, Any]) -> None:
         if isinstance(value, dict) and isinstance(here, dict):
             _merge_into(here, value)
         elif isinstance(value, list) and isinstance(here, list):
-            into[key] = [*here, *value]
+            into[key] = [*here, *map(_copied, value)]  # (``here`` is a copy already)
         else:
-            into[key] = copy.deepcopy(value)
+            into[key] = _copied(value)
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of a JSON-like value (what ``copy.deepcopy`` gives, without its memo and
+    dispatch for the dicts, lists and scalars a ``context_json`` holds)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if kind is list:
+        return [_copied(v) for v in value]
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    return copy.deepcopy(value)
