@@ -78,6 +78,7 @@ class Assembler:
         self._layouts = LayoutCache()
         self._gaps: dict[int, Block] = {}
         self._gatherer = Gatherer(self.config, self.registry, self.host.settings)
+        self._truncators = {n: a.record for n, a in self.registry.truncators.items()}
 
     @classmethod
     def from_config(cls, path: str | Path | None = None, **kwargs: Any) -> Assembler:
@@ -322,7 +323,7 @@ class Assembler:
         return Fitter(
             tokenizer=measurer.counter.checked,
             measurer=measurer,
-            truncators={n: a.record for n, a in self.registry.truncators.items()},
+            truncators=self._truncators,
             strategy=strategy,
             minimum_recent=minimum
             if overrides.minimum_recent is None

@@ -6,7 +6,7 @@ Providers see the same rules through ``ProviderContext.layer``, so no plugin cop
 
 from __future__ import annotations
 
-from attrs import frozen
+from attrs import field, frozen
 
 from lamina.config import LaminaConfig
 from lamina.model.blocks import Placement
@@ -20,6 +20,7 @@ class Rules:
 
     config: LaminaConfig
     registry: Registry
+    _caps: dict[int, dict[str, int]] = field(factory=dict, init=False, eq=False, repr=False)
 
     def placement(self, spec: LayerSpec) -> Placement:
         """The layer's physical placement: ``[placement]``, ``[layers.X] placement``, its spec."""
@@ -57,7 +58,16 @@ class Rules:
         return formatter
 
     def caps(self, available: int) -> dict[str, int]:
-        """Each capped layer's token cap: the smaller of ``max_tokens`` and ``share``."""
+        """Each capped layer's token cap: the smaller of ``max_tokens`` and ``share`` (made
+        once per available tokens; only read)."""
+        found = self._caps.get(available)
+        if found is None:
+            if len(self._caps) >= 64:
+                self._caps.clear()
+            found = self._caps[available] = self._made_caps(available)
+        return found
+
+    def _made_caps(self, available: int) -> dict[str, int]:
         caps = {}
         for name, layer in self.config.layers.items():
             limits = [
