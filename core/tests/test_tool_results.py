@@ -85,6 +85,25 @@ def test_the_cut_is_the_same_every_turn_so_the_cache_prefix_survives():
     assert two.history[: len(one.history)] == one.history
 
 
+def test_a_huge_result_in_a_turn_a_growing_session_adds_is_capped():
+    # The stream's layout is reused from turn to turn: whether any result is over its cap is
+    # found once per bucket and only for the new turn's items after that.
+    small, big = words(50), words(5_000)
+    turns = [session(small), [*session(small), *tool_turn(2, "grep", small)]]
+    turns.append([*turns[-1], *tool_turn(3, "grep", big)])
+    turns.append([*turns[-1], *turn(4, "and?", "ok")])
+    a = make_assembler(
+        {"model": "gpt-4o", "tool_results": {"max_tokens": 1000}},
+        plugins=[("s", StaticProvider(lambda ctx: ctx.request.metadata["blocks"]))],
+    )
+    statuses = []
+    for blocks in turns:
+        ctx = a.assemble(a.request("q", max_tokens=50_000, metadata={"blocks": blocks}))
+        statuses.append({b.id: b.strategy for b in ctx.report.blocks if b.id.endswith("result")})
+    assert [s.get("t3:result") for s in statuses] == [None, None, *["tool_result_cap"] * 2]
+    assert all(s["t1:result"] is None and s.get("t2:result") is None for s in statuses)
+
+
 @pytest.mark.parametrize(
     ("section", "says"),
     [

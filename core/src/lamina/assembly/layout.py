@@ -54,6 +54,10 @@ class Bucket:
     whole: int | None = None  # what its items cost kept whole, once summed
     start: int = 0  # how many of its items it has from its parent
     inherited: tuple[int | None, int | None] = (None, None)  # the parent's two sums
+    #: The most original tokens among its ``tools`` (once found), and the parent's with how
+    #: many of ``tools`` are the parent's.
+    peak: int | None = None
+    inherited_peak: tuple[int | None, int] = (None, 0)
     #: What its items render to while history is exactly this bucket, untouched (see
     #: ``Cut.memo``).
     memo: dict[str, Any] = field(factory=dict)
@@ -76,6 +80,16 @@ class Bucket:
                 base, start = 0, 0
             self.whole = base + sum(i.original_tokens + i.charge for i in self.items[start:])
         return self.whole
+
+    def tools_peak(self) -> int:
+        """The most original tokens any of its tool items holds (found once; a grown bucket
+        looks only at its new ones), 0 with none."""
+        if self.peak is None:
+            base, start = self.inherited_peak
+            if base is None:
+                base, start = 0, 0
+            self.peak = max(base, max(map(ORIGINAL, self.tools[start:]), default=0))
+        return self.peak
 
     def shape(self) -> tuple[list[list[Item]], list[int]]:
         """The history groups of the bucket's items and what each costs kept whole."""
@@ -194,6 +208,7 @@ def _buckets(items: list[Item], parents: dict[int, Bucket] | None = None) -> dic
                 indexed=parent.indexed,
                 start=parent.size,
                 inherited=(parent.original, parent.whole),
+                inherited_peak=(parent.peak, len(parent.tools)),
                 memo=inherit(parent.memo, parent.size),
             )
         out[order] = bucket

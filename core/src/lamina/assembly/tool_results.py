@@ -51,7 +51,7 @@ def edit_tool_results(
     stale = _old_results(state, config)
     default = config.max_tokens or max(1, int(config.share * state.budget.available))
     floor = min([default, *config.per_tool.values()])
-    big = any(i.original_tokens > floor for i in state.tool_items)
+    big = max(b.tools_peak() for b in state.buckets if b.tools) > floor  # (each found once)
     if not stale and not big:
         return
     fitter.resolve()  # the previous call's cut may hold some of them
