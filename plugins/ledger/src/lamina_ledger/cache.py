@@ -38,6 +38,9 @@ class Entry:
     #: Each plugin's maker of a turn's blocks, as last used on this history: a turn written
     #: through this ledger has its blocks made then (``appended``), not at the next read.
     makers: dict[str, Callable[[Turn], Sequence[Block]]] = field(factory=dict)
+    #: The database's commit mark (``lamina_ledger.watch``) taken before the version and head
+    #: were last found to be this entry's: while it holds, they still are.
+    mark: bytes | None = None
     _calls: frozenset[str] | None = None
 
     def calls(self) -> frozenset[str]:

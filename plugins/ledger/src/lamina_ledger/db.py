@@ -14,6 +14,7 @@ from typing import Any
 
 from lamina_ledger.errors import LedgerError
 from lamina_ledger.schema import APPLICATION, CREATE_META, MIGRATIONS, SCHEMA_VERSION
+from lamina_ledger.watch import CommitWatch
 
 #: Serializes concurrent migrations on one PostgreSQL database.
 _PG_MIGRATION_LOCK = 7_423_013_001
@@ -70,6 +71,10 @@ class Database:
         self.depth = 0  # nesting of write(): inner blocks join the outer transaction
         self.writes = 0  # write transactions begun: what was read before one may be stale
         self.schema_version = SCHEMA_VERSION  # what the open found (a reader may find older)
+        self.path: Path | None = None  # an SQLite file's (not for a ``file:`` URI)
+        #: Tells whether anything was committed since a mark, without a transaction (an
+        #: SQLite file in WAL mode; ``None`` otherwise).
+        self.watch: CommitWatch | None = None
 
     # -- opening -------------------------------------------------------------------------
 
@@ -97,6 +102,7 @@ class Database:
             raise LedgerError(explain(exc), database=name) from exc
         try:
             db._check_schema()
+            db._watch()
         except LedgerError:
             db.close()
             raise
@@ -104,6 +110,20 @@ class Database:
             db.close()
             raise LedgerError(explain(exc), database=name) from exc
         return db
+
+    def _watch(self) -> None:
+        """Watch for commits without a transaction (``lamina_ledger.watch``) where that is
+        possible: an SQLite file in WAL mode."""
+        if (
+            self.dialect != "sqlite"
+            or self.path is None
+            or self.readonly  # (it may not hold the wal-index: see CommitWatch)
+            or not CommitWatch.available()
+        ):
+            return
+        mode = self.one("PRAGMA journal_mode")
+        if mode is not None and str(mode[0]).lower() == "wal":
+            self.watch = CommitWatch(self.path)
 
     @classmethod
     def _open_sqlite(cls, target: str, name: str, readonly: bool, busy_timeout: float) -> Database:
@@ -126,7 +146,9 @@ class Database:
             check_same_thread=False,
         )
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        return cls(conn, dialect="sqlite", name=name, readonly=readonly)
+        db = cls(conn, dialect="sqlite", name=name, readonly=readonly)
+        db.path = path.resolve() if path is not None else None
+        return db
 
     @classmethod
     def _open_postgres(
@@ -145,8 +167,11 @@ class Database:
         return cls(conn, dialect="postgres", name=name, readonly=readonly)
 
     def close(self) -> None:
-        with self.lock, suppress(Exception):  # closing a broken connection
-            self.conn.close()
+        with self.lock:
+            if self.watch is not None:
+                self.watch.close()
+            with suppress(Exception):  # closing a broken connection
+                self.conn.close()
 
     # -- statements ----------------------------------------------------------------------
 

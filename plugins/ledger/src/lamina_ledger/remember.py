@@ -5,11 +5,12 @@ anything else is read whole in a snapshot, reusing the turns decoded already."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from lamina import Chunked
 from lamina_ledger.cache import Entry, HistoryCache, appended
-from lamina_ledger.db import Database
+from lamina_ledger.db import Database, db_errors
 from lamina_ledger.records import History, Turn
 from lamina_ledger.rows import TURN_COLUMNS, decode_turn, unanswered
 
@@ -74,18 +75,29 @@ class Remembering:
 
     def _unchanged(self, session: str, at_turn: str | None) -> Entry | None:
         """The remembered history when it is known still to be the session's without a
-        transaction: a pinned turn's, or the head's when one statement reads the same version
-        and head. ``None``: read in a snapshot."""
+        transaction: a pinned turn's, or the head's when nothing was committed since it was
+        last confirmed (``lamina_ledger.watch``), else when one statement reads the same
+        version and head. ``None``: read in a snapshot."""
         with self.db.lock:
             if self.db.depth:
                 return None
             old = self.cache.get((session, at_turn))
             if old is None or at_turn is not None:
                 return old
-            version, head = self._version_head(session)
-            return (
-                old if version is not None and (version, head) == (old.version, old.head) else None
-            )
+            return old if self._confirmed(session, old) else None
+
+    def _confirmed(self, session: str, entry: Entry) -> bool:
+        """Whether ``entry`` has the session's version and head now: nothing committed since
+        its mark, or one statement reads them (its mark then taken anew, before it)."""
+        watch = self.db.watch
+        if watch is not None and watch.holds(entry.mark):
+            return True
+        mark = watch.mark() if watch is not None else None
+        version, head = self._version_head(session)
+        if version is None or (version, head) != (entry.version, entry.head):
+            return False
+        entry.mark = mark
+        return True
 
     def _extended(self, session: str, old: Entry, head: str | None) -> History | None:
         """``old`` 's history with the turns appended on top of it since, or ``None`` when it
@@ -133,4 +145,11 @@ class Remembering:
         remembered history, when that is the history it went on (``cache.appended``)."""
         with self.db.lock:
             turn = decode_turn(written[0], rows, session)
-            self.decoded += appended(self.cache, session, parent, written[1], turn)
+            if appended(self.cache, session, parent, written[1], turn):
+                self.decoded += 1
+                # Confirmed now, while the write's pages are warm: the next request then
+                # reads nothing when no one else committed meanwhile.
+                entry = self.cache.get((session, None))
+                if entry is not None and self.db.watch is not None:
+                    with suppress(*db_errors()):  # (the turn is written: the next read checks)
+                        self._confirmed(session, entry)
