@@ -36,8 +36,8 @@ _IS_INIT = 12
 class CommitWatch:
     """Marks of the wal-index header of the SQLite database at ``path`` (see the module),
     read from a read-only mapping of the ``-shm`` file: checking a mark makes no system call
-    (on this machine kind a system call on the request path costs far more than its own
-    time, as the interpreter's caches are flushed with it).
+    (reading the file instead, a ``stat`` and a ``pread``, took about 0.03 ms on a request's
+    cold caches here).
 
     The mapping is safe while the connection that owns the watch is open: SQLite truncates
     the wal-index only when no connection is using it, and a read-write connection in WAL
