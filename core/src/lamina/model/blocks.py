@@ -26,10 +26,16 @@ PLACEMENTS: tuple[Placement, ...] = (
 WORKSPACE, PERSONA, SESSION, MEMORY, EVENT = "workspace", "persona", "session", "memory", "event"
 
 
+_UTF8, _PASS = "utf-8", "surrogatepass"
+
+
 def content_hash(parts: tuple[Part, ...]) -> str:
     """A stable sha256 over a block's parts (type tag and fields, in order)."""
     h = hashlib.sha256()
     for p in parts:
+        if type(p) is TextPart:  # the same bytes as below, without attrs' generated repr
+            h.update(b"TextPart\x00TextPart(text=%s)\x01" % repr(p.text).encode(_UTF8, _PASS))
+            continue
         h.update(type(p).__name__.encode())
         h.update(b"\x00")
         h.update(repr(p).encode("utf-8", "surrogatepass"))
