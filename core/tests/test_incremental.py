@@ -351,3 +351,16 @@ def test_the_same_event_gives_the_same_blocks_and_another_event_new_ones():
     assert event_plugin._last[1] is not blocks
     assert "Platform: slack" in other.current_message.text
     assert "Platform" not in a.assemble(request).current_message.text
+
+
+def test_an_assembler_keeps_a_bounded_number_of_renderings(monkeypatch):
+    # Every request's event renders anew; a long-running host must not keep them all.
+    import lamina.assembly.measure as measure
+
+    monkeypatch.setattr(measure, "RENDERS", 8)
+    a = make_assembler({"model": "gpt-4o"})
+    contexts = [a.assemble(a.request(f"message number {i}")) for i in range(30)]
+    assert len(a._render_cache) <= 8
+    fresh = make_assembler({"model": "gpt-4o"})
+    again = fresh.assemble(fresh.request("message number 29"))
+    assert again.current_message == contexts[-1].current_message

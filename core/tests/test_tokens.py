@@ -297,6 +297,24 @@ def test_token_counter_uses_caller_key() -> None:
     assert (counter.hits, counter.misses, stub.calls) == (1, 2, 2)
 
 
+def test_the_memo_forgets_counts_not_used_for_a_generation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each request's event adds counts: a long-running host keeps only recent ones.
+    monkeypatch.setattr(lamina.tokens, "GENERATION", 4)
+    stub = _CallCounting()
+    counter = TokenCounter(stub)
+    assert counter.remember("parts:kept", lambda: 7) == 7
+    for i in range(40):
+        counter.count(f"event {i}")
+        assert counter.remember("parts:kept", lambda: 99) == 7  # used: never forgotten
+    assert "entries=" in repr(counter) and len(counter._cache) + len(counter._old) <= 8
+    calls = stub.calls
+    assert counter.count("event 39") == 8 and stub.calls == calls  # recent: still known
+    assert counter.count("event 0") == 7 and stub.calls == calls + 1  # long unused: counted
+    assert counter.known("event 0") == 7
+
+
 def test_token_counter_is_thread_safe() -> None:
     stub = _CallCounting()
     counter = TokenCounter(stub)

@@ -326,6 +326,10 @@ class CheckedTokenizer:
         return offsets
 
 
+#: Counts memoized per generation (see ``TokenCounter``): about 100 MB at most in all.
+GENERATION = 500_000
+
+
 def _key(text: str) -> bytes:
     """A text's key in ``TokenCounter`` 's memo: its sha256 digest."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
@@ -339,7 +343,7 @@ class TokenCounter:
     Each new count is checked (``CheckedTokenizer``), so a plugin's bad count is an error
     naming ``plugin``; ``checked`` is the tokenizer to hand truncators and summarizers."""
 
-    __slots__ = ("_cache", "_lock", "_splits", "checked", "hits", "misses", "tokenizer")
+    __slots__ = ("_cache", "_lock", "_old", "_splits", "checked", "hits", "misses", "tokenizer")
 
     def __init__(self, tokenizer: Tokenizer, plugin: str | None = None) -> None:
         self.tokenizer = tokenizer
@@ -348,13 +352,18 @@ class TokenCounter:
         self._splits = splits_between(encoding)
         self.hits = 0
         self.misses = 0
+        # Two generations: a count not used since ``GENERATION`` new ones were memoized is
+        # forgotten (each request's event adds a few, so the memo must not keep them all).
         self._cache: dict[str | bytes, int] = {}
+        self._old: dict[str | bytes, int] = {}
         self._lock = threading.Lock()
 
     def count(self, text: str, key: str | None = None) -> int:
         """Tokens in ``text``; ``key`` (a content hash) must identify ``text`` when given."""
         cache_key: str | bytes = key if key is not None else _key(text)
         cached = self._cache.get(cache_key)
+        if cached is None:
+            cached = self._older(cache_key)
         if cached is not None:
             with self._lock:
                 self.hits += 1
@@ -365,14 +374,16 @@ class TokenCounter:
             value = None
         if type(value) is not int or value < 0:  # the checked call converts or names the plugin
             value = self.checked.count(text)
-        value = self._cache.setdefault(cache_key, value)
+        value = self._put(cache_key, value)
         with self._lock:
             self.misses += 1
         return value
 
     def known(self, text: str) -> int | None:
         """``text`` 's memoized count, or ``None`` when it was not counted yet."""
-        return self._cache.get(_key(text))
+        key = _key(text)
+        found = self._cache.get(key)
+        return found if found is not None else self._older(key)
 
     def count_joined(self, pieces: Sequence[str], separator: str, joined: str | None = None) -> int:
         """Tokens in ``separator.join(pieces)`` (``joined``, when the caller has it; memoized
@@ -393,22 +404,38 @@ class TokenCounter:
             else:
                 run = left + piece
         total += self.count(run)
-        return self._cache.setdefault(_key(joined), total)
+        return self._put(_key(joined), total)
 
     def remember(self, key: str, compute: Callable[[], int]) -> int:
         """A count memoized under ``key`` (e.g. a block's hash) and computed once."""
         cached = self._cache.get(key)
+        if cached is None:
+            cached = self._older(key)
         if cached is not None:
             return cached
-        return self._cache.setdefault(key, compute())
+        return self._put(key, compute())
 
     def clear(self) -> None:
         """Forget every memoized count (the tokenizer's counts changed)."""
         with self._lock:
-            self._cache.clear()
+            self._cache, self._old = {}, {}
+
+    def _older(self, key: str | bytes) -> int | None:
+        """A count of the older generation, brought into the current one."""
+        found = self._old.get(key)
+        return None if found is None else self._put(key, found)
+
+    def _put(self, key: str | bytes, value: int) -> int:
+        """Memoize a count (the first one memoized for ``key`` wins); a full generation
+        becomes the older one first."""
+        if len(self._cache) >= GENERATION:
+            with self._lock:
+                if len(self._cache) >= GENERATION:
+                    self._old, self._cache = self._cache, {}
+        return self._cache.setdefault(key, value)
 
     def __repr__(self) -> str:
         return (
-            f"TokenCounter({self.tokenizer.name!r}, entries={len(self._cache)}, "
+            f"TokenCounter({self.tokenizer.name!r}, entries={len(self._cache) + len(self._old)}, "
             f"hits={self.hits}, misses={self.misses})"
         )

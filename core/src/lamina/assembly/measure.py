@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 #: Tokens charged for an image part: providers bill by size; this is a conservative flat rate.
 IMAGE_TOKENS = 1024
+#: Renderings an assembler keeps (blocks outside history: the system prompt's stay, each
+#: request's event adds its own); past this many it starts afresh.
+RENDERS = 4096
 
 
 def count_parts(parts: Sequence[Part], count: Callable[[str], int]) -> int:
@@ -90,9 +93,12 @@ class Measurer:
             block.trusted,
             block.id,
         )
-        text = self._render_cache.get(key)
+        cache = self._render_cache
+        text = cache.get(key)
         if text is None:
-            text = self._render_cache.setdefault(key, self._checked_render(fmt, block))
+            if len(cache) >= RENDERS:  # (each request's event renders anew: bounded)
+                cache.clear()
+            text = cache.setdefault(key, self._checked_render(fmt, block))
         return text
 
     def _checked_render(self, fmt: Formatter, block: Block) -> str:
