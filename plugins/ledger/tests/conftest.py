@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,3 +47,19 @@ def build_exchange(i: int, result: str = "ok", *, size: int = 1) -> list[Message
 def exchange() -> Callable[..., list[Message]]:
     """``exchange(i, result="ok", size=1)``: a turn with a tool call and its result."""
     return build_exchange
+
+
+def build_config(database: str, budget: int = 100_000) -> dict[str, Any]:
+    """A config for session ``s`` on gpt-4o with the ledger at ``database``, no reserves."""
+    return {
+        "model": "gpt-4o",
+        "session": "s",
+        "budget": {"max_tokens": budget, "reserve_response": 0, "reserve_tools": 0},
+        "plugins": {"ledger": {"database": database}},
+    }
+
+
+@pytest.fixture
+def ledger_config() -> Callable[..., dict[str, Any]]:
+    """``ledger_config(database, budget=100_000)``: see ``build_config``."""
+    return build_config

@@ -36,15 +36,6 @@ def write_shm(path: Path, first: bytes, second: bytes | None = None) -> None:
     Path(f"{path}-shm").write_bytes(first + (first if second is None else second) + bytes(64))
 
 
-def config(database: str) -> dict[str, Any]:
-    return {
-        "model": "gpt-4o",
-        "session": "s",
-        "budget": {"max_tokens": 100_000, "reserve_response": 0, "reserve_tools": 0},
-        "plugins": {"ledger": {"database": database}},
-    }
-
-
 def test_a_mark_holds_until_any_connection_commits(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     with Ledger.open(str(path)) as ledger:
@@ -127,10 +118,12 @@ def test_no_wal_index_a_short_one_or_a_replaced_one(tmp_path: Path) -> None:
 
 
 def test_a_request_between_writes_asks_the_database_nothing(
-    tmp_path: Path, exchange: Callable[..., list[Message]]
+    tmp_path: Path,
+    exchange: Callable[..., list[Message]],
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     statements: list[str] = []
-    a = make_assembler(config(str(tmp_path / "ledger.db")), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(str(tmp_path / "ledger.db")), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         s.start("s")
         s.ledger.db.conn.set_trace_callback(statements.append)
@@ -145,10 +138,12 @@ def test_a_request_between_writes_asks_the_database_nothing(
 
 
 def test_another_processs_append_is_seen_by_the_next_request(
-    tmp_path: Path, exchange: Callable[..., list[Message]]
+    tmp_path: Path,
+    exchange: Callable[..., list[Message]],
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     target = str(tmp_path / "ledger.db")
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         s.start("s")
         s.record_turn(a.request("q0"), exchange(0))

@@ -12,7 +12,6 @@ from typing import Any
 
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import ORIGINAL, TOKENS, Cut, InFlight, Item, order_key
-from lamina.model.budget import TokenBudget
 from lamina.model.chunked import Chunked
 from lamina.model.context import AssembledContext
 from lamina.model.event_context import merge_context_json
@@ -34,15 +33,7 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
     out, used = state.formatted, state.used
     assert out is not None and used is not None, "report runs after format"
     request, model = state.request, state.model
-    planned = state.budget
-    budget = TokenBudget(
-        model_limit=planned.model_limit,
-        reserve_response=planned.reserve_response,
-        reserve_tools=planned.reserve_tools,
-        available=planned.available,
-        used=used,
-        remaining=planned.available - used.total,
-    )
+    budget = state.budget.spent(used)
     listed: list[Sequence[BlockReport]]
     if state.verbose:
         listed = [

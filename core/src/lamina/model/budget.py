@@ -45,6 +45,17 @@ class TokenBudget:
         if self.remaining != self.available - self.used.total:
             raise ValueError("remaining must equal available − used.total")
 
+    def spent(self, used: BudgetUsage) -> TokenBudget:
+        """This budget with ``used`` spent (``remaining`` follows)."""
+        return TokenBudget(
+            model_limit=self.model_limit,
+            reserve_response=self.reserve_response,
+            reserve_tools=self.reserve_tools,
+            available=self.available,
+            used=used,
+            remaining=self.available - used.total,
+        )
+
     @classmethod
     def plan(
         cls,

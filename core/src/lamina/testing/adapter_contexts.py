@@ -64,13 +64,7 @@ def make_context(
     used = BudgetUsage(
         system_prompt=sys_tokens, history=hist_tokens, event=event_tokens, total=used_total
     )
-    budget = TokenBudget(
-        model_limit=budget.model_limit,
-        reserve_response=budget.reserve_response,
-        reserve_tools=budget.reserve_tools,
-        available=budget.available,
-        used=used,
-    )
+    budget = budget.spent(used)
     return AssembledContext(
         system_prompt=system,
         history=tuple(history),
