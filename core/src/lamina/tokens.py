@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import define, field, validators
 
 from lamina.blank_runs import BLANK_RUN, CUTTABLE, Segment, cut_blank_runs
+from lamina.checked_tokenizer import CheckedTokenizer
 from lamina.encodings import (
     BUILT,
     CACHE_HASHES,
@@ -28,7 +29,6 @@ from lamina.encodings import (
     load_encoding,
     load_fast,
 )
-from lamina.errors import LaminaError, PluginError
 from lamina.joins import splits_between
 from lamina.records import Tokenizer
 from lamina.small_counter import SmallCounter, load_small
@@ -263,67 +263,6 @@ class EstimateTokenizer:
     def boundaries(self, text: str) -> list[int]:
         """Every ``chars_per_token``-th character offset."""
         return list(range(0, len(text), self.chars_per_token))
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-class CheckedTokenizer:
-    """A plugin's tokenizer as the kernel uses it: a count that is not a non-negative int,
-    boundaries that are not non-decreasing offsets inside the text, or an exception, is a
-    ``PluginError`` naming the plugin."""
-
-    __slots__ = ("plugin", "tokenizer")
-
-    def __init__(self, tokenizer: Tokenizer, plugin: str | None = None) -> None:
-        self.tokenizer = tokenizer
-        self.plugin = plugin
-
-    @property
-    def name(self) -> str:
-        return self.tokenizer.name
-
-    @property
-    def exact(self) -> bool:
-        return self.tokenizer.exact
-
-    def __getattr__(self, attribute: str) -> Any:  # ``revision`` and the like
-        return getattr(self.tokenizer, attribute)
-
-    def _error(self, message: str) -> PluginError:
-        return PluginError(f"tokenizer {self.tokenizer.name!r} {message}", plugin=self.plugin)
-
-    def count(self, text: str) -> int:
-        try:
-            value: object = self.tokenizer.count(text)
-        except LaminaError:
-            raise
-        except Exception as exc:
-            raise self._error(f"raised {type(exc).__name__} in count(): {exc}") from exc
-        if type(value) is int and value >= 0:
-            return value
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return int(value)
-        raise self._error(f"count() returned {_shown(value)}; expected a non-negative int")
-
-    def boundaries(self, text: str) -> list[int]:
-        try:
-            offsets = list(self.tokenizer.boundaries(text))
-        except LaminaError:
-            raise
-        except Exception as exc:
-            raise self._error(f"raised {type(exc).__name__} in boundaries(): {exc}") from exc
-        previous = 0
-        for offset in offsets:
-            if type(offset) is not int or not previous <= offset < len(text):
-                raise self._error(
-                    f"boundaries() gave {_shown(offset)} after {previous} for a text of "
-                    f"{len(text)} characters; expected non-decreasing offsets inside it"
-                )
-            previous = offset
-        return offsets
 
 
 #: Counts memoized per generation (see ``TokenCounter``): about 100 MB at most in all.
