@@ -315,6 +315,16 @@ def test_the_memo_forgets_counts_not_used_for_a_generation(
     assert counter.known("event 0") == 7
 
 
+def test_a_token_counter_is_a_tokenizer_that_counts_through_its_memo() -> None:
+    stub = _CallCounting()
+    counter = TokenCounter(stub)
+    as_tokenizer: lamina.Tokenizer = counter  # (mypy checks it fits the protocol)
+    assert (as_tokenizer.name, as_tokenizer.exact) == (stub.name, stub.exact)
+    assert as_tokenizer.boundaries("abc") == [0, 1, 2]
+    assert as_tokenizer.count("abc") == as_tokenizer.count("abc") == 3
+    assert stub.calls == 1
+
+
 def test_token_counter_is_thread_safe() -> None:
     stub = _CallCounting()
     counter = TokenCounter(stub)

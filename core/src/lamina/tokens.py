@@ -280,7 +280,9 @@ class TokenCounter:
     same content is tokenized once; safe to share between threads.
 
     Each new count is checked (``CheckedTokenizer``), so a plugin's bad count is an error
-    naming ``plugin``; ``checked`` is the tokenizer to hand truncators and summarizers."""
+    naming ``plugin``; ``checked`` is the tokenizer to hand truncators and summarizers. The
+    counter is itself a ``Tokenizer`` of the model's, counting through the memo: a plugin that
+    sizes text ahead of assembly (the ledger) hands it wherever a tokenizer is asked for."""
 
     __slots__ = ("_cache", "_lock", "_old", "_splits", "checked", "hits", "misses", "tokenizer")
 
@@ -296,6 +298,18 @@ class TokenCounter:
         self._cache: dict[str | bytes, int] = {}
         self._old: dict[str | bytes, int] = {}
         self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.tokenizer.name
+
+    @property
+    def exact(self) -> bool:
+        return self.tokenizer.exact
+
+    def boundaries(self, text: str) -> Sequence[int]:
+        """Where each token of ``text`` starts (the tokenizer's own answer: not memoized)."""
+        return self.tokenizer.boundaries(text)
 
     def count(self, text: str, key: str | None = None) -> int:
         """Tokens in ``text``; ``key`` (a content hash) must identify ``text`` when given."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lamina import AssembledContext, Assembler, AssemblyRequest
+from lamina import AssembledContext, Assembler, AssemblyRequest, Tokenizer
 from lamina_ledger.compaction import CompactionResult
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.records import History
 from lamina_ledger.settings import LedgerSettings
-from lamina_ledger.sizing import MemoTokenizer, Sizes
+from lamina_ledger.sizing import Sizes
 from lamina_ledger.trigger import holds_capped
 from lamina_ledger.vouch import history_of, vouched
 
@@ -24,8 +24,6 @@ class Reads:
     target: str
     settings: LedgerSettings
     _sizes: Sizes
-    #: Per model: the counter it was resolved with and its ``MemoTokenizer``.
-    _memos: dict[str, tuple[Any, MemoTokenizer]]
 
     def _kernel(self, request: AssemblyRequest) -> AssembledContext:
         """The kernel's assembly, its history provider giving the history read here, on this
@@ -37,16 +35,11 @@ class Reads:
         """The request's history: as this thread read it last, unless written since."""
         return history_of(self.target, self.ledger, request.session_label, request.parent_turn_id)
 
-    def _tokenizer(self, model: str) -> MemoTokenizer:
-        """The model's tokenizer counting through the assembler's memo (made once per
-        resolved model: several calls on every request ask for it)."""
-        resolved = self.assembler.model(model)
-        found = self._memos.get(model)
-        if found is not None and found[0] is resolved.counter:
-            return found[1]
-        memo = MemoTokenizer(tokenizer=resolved.tokenizer, counter=resolved.counter)
-        self._memos[model] = (resolved.counter, memo)
-        return memo
+    def _tokenizer(self, model: str) -> Tokenizer:
+        """The model's tokenizer counting through the assembler's memo (its ``TokenCounter``),
+        so what was counted once is not counted again."""
+        counter: Tokenizer = self.assembler.model(model).counter
+        return counter
 
     def _event_tokens(self, request: AssemblyRequest) -> int:
         return self._tokenizer(request.model).count(request.event.content)

@@ -91,7 +91,6 @@ class LedgerSession(AsyncCalls, Reads):
         # These per-session memories keep the SESSIONS labels used last (lamina_ledger.recent).
         self._seen: Recent[tuple[Any, ...], tuple[int, int, int, bool]] = Recent(SESSIONS)
         self._sizes = Sizes(SESSIONS)
-        self._memos = {}
         self._locks = SessionLocks()  # one session's assemblies and compactions take turns
         # Per session: the last request assembled and when (its user message's context_json).
         self._assembled: Recent[str, tuple[AssemblyRequest, datetime]] = Recent(SESSIONS)

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
-
-from attrs import frozen
 
 from lamina import Message, Tokenizer
 from lamina_ledger.blocks import summary_text
@@ -19,30 +16,6 @@ from lamina_ledger.settings import LedgerSettings
 
 #: Turn sizes remembered before the memory is started afresh.
 _TURNS = 200_000
-
-
-@frozen(kw_only=True)
-class MemoTokenizer:
-    """``tokenizer`` counting through ``counter`` (the assembler's memoizing counter for the
-    model), so what was counted once is not counted again."""
-
-    tokenizer: Tokenizer
-    counter: Any
-
-    @property
-    def name(self) -> str:
-        return self.tokenizer.name
-
-    @property
-    def exact(self) -> bool:
-        return self.tokenizer.exact
-
-    def count(self, text: str) -> int:
-        count: int = self.counter.count(text)
-        return count
-
-    def boundaries(self, text: str) -> Sequence[int]:
-        return self.tokenizer.boundaries(text)
 
 
 class Sizes:
