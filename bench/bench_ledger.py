@@ -15,8 +15,11 @@ process). Each side counts every message once: the history's when it was recorde
 ``trim_messages`` alone is printed too (the new message's count made beforehand, as this
 script did before 2026-11-26). Rounds interleave the two, each request alternating which side
 runs first; medians per request and their ratio (Lamina / peer: <= 1.0 means Lamina is as
-fast). Each budget runs in a fresh process, where
-Lamina counts as it would in a host of its own (its first 500,000 characters with the
+fast). Each timed call starts after ``gc.collect()``, which in this process walks far more memory
+than the CPU caches hold, so each request starts with cold caches, as one after a model's reply
+would; ``--keep-caches`` leaves collections to the interpreter (caches as warm as back-to-back
+requests leave them: a second figure, never the target's). Each budget runs in a fresh process,
+where Lamina counts as it would in a host of its own (its first 500,000 characters with the
 small-text counter); ``--host-encoding`` builds tiktoken's encoding first, as a host that
 counts with tiktoken itself (the peer's) has, and Lamina's tokenizers then use it.
 
@@ -25,7 +28,8 @@ that holds both whole). Each timed request appends one turn (untimed) and assemb
 ratio of medians is what the long session costs over the short one. The ``record_turn`` that
 appends the turn (the previous request's) is timed too, separately.
 
-Run: ``.venv/bin/python bench/bench_ledger.py [--host-encoding] [--requests 40] [--samples 30]``
+Run: ``.venv/bin/python bench/bench_ledger.py [--host-encoding] [--keep-caches] [--requests 40]
+[--samples 30]``
 """
 
 from __future__ import annotations
@@ -139,9 +143,12 @@ def peer_request(
     )
 
 
-def agent_loop(budget: int, warmup: int, requests: int, made: dict[str, Any]) -> dict[str, Any]:
+def agent_loop(
+    budget: int, warmup: int, requests: int, made: dict[str, Any], *, collect: bool = True
+) -> dict[str, Any]:
     """Median ms per request after ``warmup`` turns: Lamina and the peer, whose counts are
-    ``made`` beforehand (``session_counts``)."""
+    ``made`` beforehand (``session_counts``); ``collect``: ``gc.collect()`` before each timed
+    call."""
     system, turns = build_session(warmup + requests)
     counts: dict[int, int] = {}  # id(LangChain message) -> tokens, made untimed
 
@@ -179,7 +186,8 @@ def agent_loop(budget: int, warmup: int, requests: int, made: dict[str, Any]) ->
                 sides = [lambda req=req: s.assemble(req), peer]
                 timed = {}
                 for side in (0, 1) if i % 2 else (1, 0):
-                    gc.collect()
+                    if collect:
+                        gc.collect()
                     timed[side] = clock(sides[side])[0]
                 ms, whole = timed[0], timed[1]
                 if i >= warmup:
@@ -259,12 +267,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=int, help="run Part 1 at this budget only, in this process"
     )
+    parser.add_argument(
+        "--keep-caches",
+        action="store_true",
+        help="Part 1 without gc.collect() before each timed call (warm caches; not the target)",
+    )
     args = parser.parse_args(argv)
     if args.budget is not None:
         made = counts_elsewhere(args.turns + args.requests)
         if args.host_encoding:
             load_encoding("o200k_base")
-        r = agent_loop(args.budget, args.turns, args.requests, made)
+        r = agent_loop(args.budget, args.turns, args.requests, made, collect=not args.keep_caches)
         print(
             f"  {args.budget // 1000}k: Lamina {r['lamina_ms']:.2f} ms, peer {r['peer_ms']:.2f} "
             f"ms, Lamina / peer {r['ratio']:.2f}x ({r['compacting_requests']} of "
@@ -279,13 +292,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"Part 1: LedgerSession.assemble per request after {args.turns} turns vs "
         f"trim_messages with precomputed counts (median ms per request; {who}, each budget "
-        "in a fresh process)",
+        f"in a fresh process{', caches kept' if args.keep_caches else ''})",
         flush=True,
     )
     for budget in BUDGETS:
         child = [sys.executable, __file__, "--budget", str(budget), "--turns", str(args.turns)]
         child += ["--requests", str(args.requests)]
-        subprocess.run([*child, *(["--host-encoding"] if args.host_encoding else [])], check=True)
+        child += ["--host-encoding"] if args.host_encoding else []
+        subprocess.run([*child, *(["--keep-caches"] if args.keep_caches else [])], check=True)
     print("Part 2: uncompacted session, one turn appended per request (median ms per request)")
     (short, short_rec), (long, long_rec) = scale(100, args.samples), scale(10_000, args.samples)
     print(f"  100 turns {short:.2f} ms, 10,000 turns {long:.2f} ms: {long / short:.1f}x")
