@@ -314,9 +314,7 @@ class TokenCounter:
     def count(self, text: str, key: str | None = None) -> int:
         """Tokens in ``text``; ``key`` (a content hash) must identify ``text`` when given."""
         cache_key: str | bytes = key if key is not None else _key(text)
-        cached = self._cache.get(cache_key)
-        if cached is None:
-            cached = self._older(cache_key)
+        cached = self._memoized(cache_key)
         if cached is not None:
             with self._lock:
                 self.hits += 1
@@ -334,9 +332,7 @@ class TokenCounter:
 
     def known(self, text: str) -> int | None:
         """``text`` 's memoized count, or ``None`` when it was not counted yet."""
-        key = _key(text)
-        found = self._cache.get(key)
-        return found if found is not None else self._older(key)
+        return self._memoized(_key(text))
 
     def count_joined(self, pieces: Sequence[str], separator: str, joined: str | None = None) -> int:
         """Tokens in ``separator.join(pieces)`` (``joined``, when the caller has it; memoized
@@ -361,20 +357,20 @@ class TokenCounter:
 
     def remember(self, key: str, compute: Callable[[], int]) -> int:
         """A count memoized under ``key`` (e.g. a block's hash) and computed once."""
-        cached = self._cache.get(key)
-        if cached is None:
-            cached = self._older(key)
-        if cached is not None:
-            return cached
-        return self._put(key, compute())
+        cached = self._memoized(key)
+        return cached if cached is not None else self._put(key, compute())
 
     def clear(self) -> None:
         """Forget every memoized count (the tokenizer's counts changed)."""
         with self._lock:
             self._cache, self._old = {}, {}
 
-    def _older(self, key: str | bytes) -> int | None:
-        """A count of the older generation, brought into the current one."""
+    def _memoized(self, key: str | bytes) -> int | None:
+        """The count memoized under ``key`` (one of the older generation is brought into
+        the current one), or ``None``."""
+        found = self._cache.get(key)
+        if found is not None:
+            return found
         found = self._old.get(key)
         return None if found is None else self._put(key, found)
 
