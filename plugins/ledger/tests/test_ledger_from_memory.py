@@ -24,15 +24,6 @@ from lamina import Message
 from lamina.testing import make_assembler
 
 
-def config(database: str) -> dict[str, Any]:
-    return {
-        "model": "gpt-4o",
-        "session": "s",
-        "budget": {"max_tokens": 100_000, "reserve_response": 0, "reserve_tools": 0},
-        "plugins": {"ledger": {"database": database}},
-    }
-
-
 def statements(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The SQL ``ledger`` runs from now on (its database's ``execute`` spied on)."""
     seen: list[str] = []
@@ -61,9 +52,12 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
 
 
 def test_a_ledger_session_is_answered_from_memory_and_sees_another_writer(
-    target: str, exchange: Callable[..., list[Message]], reads: list[threading.Thread]
+    target: str,
+    exchange: Callable[..., list[Message]],
+    reads: list[threading.Thread],
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s, Ledger.open(target) as other:
         s.start("s")
         for i in range(3):
@@ -132,10 +126,10 @@ def test_only_the_vouching_thread_and_an_idle_ledger_answer_from_memory(
 
 
 def test_a_missing_session_is_still_the_providers_to_report(
-    tmp_path: Path, reads: list[threading.Thread]
+    tmp_path: Path, reads: list[threading.Thread], ledger_config: Callable[..., dict[str, Any]]
 ) -> None:
     db = str(tmp_path / "l.db")
-    cfg = config(db)
+    cfg = ledger_config(db)
     cfg["plugins"]["ledger"]["missing_session"] = "empty"
     a = make_assembler(cfg, plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
@@ -146,10 +140,13 @@ def test_a_missing_session_is_still_the_providers_to_report(
 
 
 def test_a_sessions_memories_keep_only_the_most_recent_labels(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: Callable[..., list[Message]]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    exchange: Callable[..., list[Message]],
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     monkeypatch.setattr(session_module, "SESSIONS", 4)
-    a = make_assembler(config(str(tmp_path / "l.db")), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(str(tmp_path / "l.db")), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         labels = [f"s{n}" for n in range(12)]
         for label in [*labels, *labels]:
@@ -185,9 +182,12 @@ def _reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_a_turn_this_ledger_appended_is_remembered_as_read(
-    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+    target: str,
+    exchange: Callable[..., list[Message]],
+    monkeypatch: pytest.MonkeyPatch,
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s, Ledger.open(target) as other:
         s.start("s")
         s.record_turn(a.request("q0"), exchange(0))
@@ -250,11 +250,14 @@ def test_a_vouched_history_is_read_again_only_after_a_write(
 
 
 def test_an_event_is_counted_before_the_kernel_only_when_its_size_matters(
-    tmp_path: Path, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    exchange: Callable[..., list[Message]],
+    monkeypatch: pytest.MonkeyPatch,
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     """Far under the limit, a bound on the event's tokens says no compaction is due, and the
     kernel counts the event; near it, the session counts it exactly first, as before."""
-    cfg = config(str(tmp_path / "l.db"))
+    cfg = ledger_config(str(tmp_path / "l.db"))
     a = make_assembler(cfg, plugins=[("ledger", plugin)])
     order: list[str] = []
     count, run = LedgerSession._event_tokens, a.run

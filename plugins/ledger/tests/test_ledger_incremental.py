@@ -24,19 +24,12 @@ from lamina import Chunked, Message, ToolCallPart, ToolResultPart
 from lamina.testing import make_assembler
 
 
-def config(database: str, budget: int = 100_000) -> dict[str, Any]:
-    return {
-        "model": "gpt-4o",
-        "session": "s",
-        "budget": {"max_tokens": budget, "reserve_response": 0, "reserve_tools": 0},
-        "plugins": {"ledger": {"database": database}},
-    }
-
-
 def test_the_next_request_decodes_only_the_turn_appended_since(
-    target: str, exchange: Callable[..., list[Message]]
+    target: str,
+    exchange: Callable[..., list[Message]],
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         s.start("s")
         for i in range(5):
@@ -54,12 +47,14 @@ def test_the_next_request_decodes_only_the_turn_appended_since(
 
 
 def test_a_grown_sessions_context_shares_the_history_before_the_new_turn(
-    target: str, exchange: Callable[..., list[Message]]
+    target: str,
+    exchange: Callable[..., list[Message]],
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     """The messages of the turns before are the previous context's own (``Chunked``), as are
     the decoded turns the ledger keeps: a request copies the new turn, not the whole history
     (a fresh assembler gives the same)."""
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         s.start("s")
         for i in range(5):
@@ -76,7 +71,7 @@ def test_a_grown_sessions_context_shares_the_history_before_the_new_turn(
             assert isinstance(after.history, Chunked) and isinstance(before.history, Chunked)
             assert after.history.shares(before.history)
             assert len(after.history) == len(before.history) + 4
-        fresh = make_assembler(config(target), plugins=[("ledger", plugin)])
+        fresh = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
         with LedgerSession(fresh) as again:
             assert again.assemble(fresh.request("now")).history == contexts[-1].history
         fresh.close()
@@ -84,9 +79,11 @@ def test_a_grown_sessions_context_shares_the_history_before_the_new_turn(
 
 
 def test_another_writers_append_and_compaction_are_seen_on_the_next_request(
-    target: str, exchange: Callable[..., list[Message]]
+    target: str,
+    exchange: Callable[..., list[Message]],
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s, Ledger.open(target) as other:
         s.start("s")
         for i in range(4):
@@ -230,7 +227,10 @@ def test_the_remembered_history_equals_a_fresh_read_on_postgres(
 
 
 def test_a_turns_prefix_entries_are_made_for_its_new_blocks_only(
-    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+    target: str,
+    exchange: Callable[..., list[Message]],
+    monkeypatch: pytest.MonkeyPatch,
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     """Recording a turn makes the prefix entries of the report's new chunks only (the rest
     are the previous report's, made once): over a session, about log2(n) times its blocks
@@ -243,7 +243,7 @@ def test_a_turns_prefix_entries_are_made_for_its_new_blocks_only(
     grouped = prefixes._grouped
     monkeypatch.setattr(prefixes, "_grouped", lambda run: made.append(len(run)) or grouped(run))
     memo = prefixes.EntryMemo()
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         s.start("s")
         for i in range(150):
@@ -260,7 +260,10 @@ def test_a_turns_prefix_entries_are_made_for_its_new_blocks_only(
 
 
 def test_what_a_request_needs_that_never_changes_is_made_once(
-    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+    target: str,
+    exchange: Callable[..., list[Message]],
+    monkeypatch: pytest.MonkeyPatch,
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     """The database path and the block makers, per settings and config; the summary's
     tokens, per compaction: a request neither resolves the path nor makes and hashes the
@@ -282,7 +285,7 @@ def test_what_a_request_needs_that_never_changes_is_made_once(
 
     monkeypatch.setattr(LedgerSettings, "target", spy_target)
     monkeypatch.setattr(sizing, "summary_text", spy_text)
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s, Ledger.open(target) as other:
         s.start("s")
         for i in range(4):
@@ -301,7 +304,10 @@ def test_what_a_request_needs_that_never_changes_is_made_once(
 
 
 def test_a_turn_is_sized_when_it_is_recorded_not_at_the_next_request(
-    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+    target: str,
+    exchange: Callable[..., list[Message]],
+    monkeypatch: pytest.MonkeyPatch,
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     """``record_turn`` has the new turn's exact counts at hand: it sizes the turn there
     (framing and tool ids with them), so the next request sizes nothing; and the size is the
@@ -316,7 +322,7 @@ def test_a_turn_is_sized_when_it_is_recorded_not_at_the_next_request(
         return real(turn, tokenizer, overhead)
 
     monkeypatch.setattr(sizing, "turn_size", spy)
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         s.start("s")
         for i in range(4):
@@ -332,7 +338,10 @@ def test_a_turn_is_sized_when_it_is_recorded_not_at_the_next_request(
 
 
 def test_a_turn_written_through_the_session_has_its_blocks_made_as_it_is_written(
-    target: str, exchange: Callable[..., list[Message]], monkeypatch: pytest.MonkeyPatch
+    target: str,
+    exchange: Callable[..., list[Message]],
+    monkeypatch: pytest.MonkeyPatch,
+    ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     """The turn goes on the remembered history at write time with its blocks, made by the
     maker that made the history's blocks before: the next request makes none, and its
@@ -348,7 +357,7 @@ def test_a_turn_written_through_the_session_has_its_blocks_made_as_it_is_written
         return real(turn, name)
 
     monkeypatch.setattr(blocks, "turn_blocks", spy)
-    a = make_assembler(config(target), plugins=[("ledger", plugin)])
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
         s.start("s")
         s.record_turn(a.request("q0"), exchange(0))
@@ -360,7 +369,7 @@ def test_a_turn_written_through_the_session_has_its_blocks_made_as_it_is_written
             doing[0] = "reading"
             context = s.assemble(a.request(f"now {i}"))
     assert made == ["writing"] * 3
-    fresh = make_assembler(config(target), plugins=[("ledger", plugin)])
+    fresh = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(fresh) as other:
         assert other.assemble(fresh.request("now 3")).history == context.history
     a.close()
