@@ -3,10 +3,13 @@ only what changed (a reader remembers each session's decoded history).
 
 A ``LedgerSession`` lends its own ledger for its database while it is open: the provider then
 reads through it, and the session and its assemblies share one connection and one memory.
-Otherwise the pool opens a read-only ledger per database and keeps the few most recent."""
+Otherwise the pool opens a read-only ledger per database and keeps the few most recent, and
+closes them when the interpreter exits (a PostgreSQL connection left to the garbage collector
+warns that it was never closed)."""
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections import OrderedDict
 
@@ -24,6 +27,7 @@ class LedgerPool:
         self._lock = threading.Lock()
         self._readers: OrderedDict[str, Ledger] = OrderedDict()
         self._lent: dict[str, list[Ledger]] = {}
+        self._closes_at_exit = False
 
     def get(self, target: str, *, busy_timeout: float, connect_timeout: float) -> Ledger:
         """A lent ledger for ``target``, else the pool's reader (opened on first use)."""
@@ -39,6 +43,9 @@ class LedgerPool:
                 target, readonly=True, busy_timeout=busy_timeout, connect_timeout=connect_timeout
             )
             self._readers[target] = opened
+            if not self._closes_at_exit:  # (registered with the first reader it opens)
+                atexit.register(self.clear)
+                self._closes_at_exit = True
             while len(self._readers) > self.size:
                 self._readers.popitem(last=False)[1].close()
             return opened
