@@ -15,10 +15,15 @@ process). Each side counts every message once: the history's when it was recorde
 ``trim_messages`` alone is printed too (the new message's count made beforehand, as this
 script did before 2026-11-26). Rounds interleave the two, each request alternating which side
 runs first; medians per request and their ratio (Lamina / peer: <= 1.0 means Lamina is as
-fast). Each timed call starts after ``gc.collect()``, which in this process walks far more memory
-than the CPU caches hold, so each request starts with cold caches, as one after a model's reply
-would; ``--keep-caches`` leaves collections to the interpreter (caches as warm as back-to-back
-requests leave them: a second figure, never the target's). Each budget runs in a fresh process,
+fast). What runs before each timed call is ``--between`` (the target's figure is the default's):
+``collect``, ``gc.collect()``, a full collection, which in this process walks far more memory
+than the CPU caches hold, as a stand-in for what happens between a request and the next;
+``nothing`` (or ``--keep-caches``) leaves collections to the interpreter, caches as warm as
+back-to-back requests leave them; ``evict`` writes one byte per cache line of a buffer four
+times this machine kind's 32 MiB L3 cache (data caches cold, nothing else disturbed);
+``host`` runs a host's own work first (a model reply's JSON parsed and written, text scanned
+with a regular expression and sorted, an e-mail parsed, a query string built: a few
+milliseconds of standard-library code) and then evicts as ``evict`` does. Each budget runs in a fresh process,
 where Lamina counts as it would in a host of its own (its first 500,000 characters with the
 small-text counter); ``--host-encoding`` builds tiktoken's encoding first, as a host that
 counts with tiktoken itself (the peer's) has, and Lamina's tokenizers then use it.
@@ -28,22 +33,26 @@ that holds both whole). Each timed request appends one turn (untimed) and assemb
 ratio of medians is what the long session costs over the short one. The ``record_turn`` that
 appends the turn (the previous request's) is timed too, separately.
 
-Run: ``.venv/bin/python bench/bench_ledger.py [--host-encoding] [--keep-caches] [--requests 40]
+Run: ``.venv/bin/python bench/bench_ledger.py [--host-encoding] [--between REGIME] [--requests 40]
 [--samples 30]``
 """
 
 from __future__ import annotations
 
 import argparse
+import email
 import gc
 import json
 import platform
+import random
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+import urllib.parse
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -59,6 +68,13 @@ from lamina.testing import make_assembler
 from lamina.tokens import load_encoding
 
 BUDGETS = (32_000, 128_000)
+#: ``--between`` choices and how the report names them.
+REGIMES = {
+    "collect": "gc.collect()",
+    "nothing": "nothing, caches kept",
+    "evict": "a cache eviction",
+    "host": "a host's own work, then a cache eviction",
+}
 
 
 def to_langchain(m: Message) -> BaseMessage:
@@ -143,12 +159,76 @@ def peer_request(
     )
 
 
+#: Bytes ``evict`` writes through: four times the 32 MiB L3 cache of this machine kind.
+EVICT_BYTES = 128 << 20
+
+
+def host_work() -> Callable[[], None]:
+    """A few milliseconds of a host's own work between requests, made deterministic: parse
+    and write a model reply's JSON, scan and sort its text, parse an e-mail, build a query."""
+    rng = random.Random(7)
+    words = ["alpha", "beta", "γάμμα", "delta", "epsilon", "zeta"]
+    reply = json.dumps(
+        {
+            "choices": [
+                {
+                    "message": {
+                        "content": " ".join(rng.choice(words) for _ in range(20_000)),
+                        "tool_calls": [
+                            {"id": f"c{i}", "function": {"name": "read", "arguments": f"[{i}]"}}
+                            for i in range(200)
+                        ],
+                    }
+                }
+            ]
+        }
+    )
+    mail = "From: a@example.org\nTo: b@example.org\nSubject: run\n\n" + "line\n" * 2000
+    word = re.compile(r"\b[a-z]+\b")
+
+    def work() -> None:
+        json.dumps(json.loads(reply))
+        word.findall(reply[:300_000])
+        sorted(reply[:200_000].split())
+        email.message_from_string(mail)
+        urllib.parse.urlencode({f"k{i}": i for i in range(2000)})
+
+    return work
+
+
+def collect() -> None:
+    gc.collect()
+
+
+def between_calls(regime: str) -> Callable[[], None]:
+    """What runs before each timed call (``--between``)."""
+    if regime == "nothing":
+        return lambda: None
+    if regime == "collect":
+        return collect
+    buffer = bytearray(EVICT_BYTES)
+    zeros = bytes(EVICT_BYTES // 64)
+
+    def evict() -> None:
+        buffer[::64] = zeros
+
+    if regime == "evict":
+        return evict
+    work = host_work()
+
+    def host() -> None:
+        work()
+        evict()
+
+    return host
+
+
 def agent_loop(
-    budget: int, warmup: int, requests: int, made: dict[str, Any], *, collect: bool = True
+    budget: int, warmup: int, requests: int, made: dict[str, Any], *, between: str = "collect"
 ) -> dict[str, Any]:
     """Median ms per request after ``warmup`` turns: Lamina and the peer, whose counts are
-    ``made`` beforehand (``session_counts``); ``collect``: ``gc.collect()`` before each timed
-    call."""
+    ``made`` beforehand (``session_counts``); ``between``: what runs before each timed call
+    (``between_calls``)."""
     system, turns = build_session(warmup + requests)
     counts: dict[int, int] = {}  # id(LangChain message) -> tokens, made untimed
 
@@ -159,6 +239,7 @@ def agent_loop(
     sys_tokens = made["system"]
     lamina_ms, peer_ms, trim_ms, compacting = [], [], [], 0
     encode: Any = None  # the peer's tokenizer, built when timing starts
+    before_call = between_calls(between)
     with tempfile.TemporaryDirectory() as tmp:
         cfg = {
             "model": "gpt-4o",
@@ -186,8 +267,7 @@ def agent_loop(
                 sides = [lambda req=req: s.assemble(req), peer]
                 timed = {}
                 for side in (0, 1) if i % 2 else (1, 0):
-                    if collect:
-                        gc.collect()
+                    before_call()
                     timed[side] = clock(sides[side])[0]
                 ms, whole = timed[0], timed[1]
                 if i >= warmup:
@@ -268,16 +348,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--budget", type=int, help="run Part 1 at this budget only, in this process"
     )
     parser.add_argument(
+        "--between",
+        choices=REGIMES,
+        default="collect",
+        help="what runs before each timed call of Part 1: a full collection (the default, the "
+        "target's figure), nothing, a cache eviction, or a host's own work and an eviction",
+    )
+    parser.add_argument(
         "--keep-caches",
-        action="store_true",
-        help="Part 1 without gc.collect() before each timed call (warm caches; not the target)",
+        dest="between",
+        action="store_const",
+        const="nothing",
+        help="the same as --between nothing (warm caches; not the target)",
     )
     args = parser.parse_args(argv)
     if args.budget is not None:
         made = counts_elsewhere(args.turns + args.requests)
         if args.host_encoding:
             load_encoding("o200k_base")
-        r = agent_loop(args.budget, args.turns, args.requests, made, collect=not args.keep_caches)
+        r = agent_loop(args.budget, args.turns, args.requests, made, between=args.between)
         print(
             f"  {args.budget // 1000}k: Lamina {r['lamina_ms']:.2f} ms, peer {r['peer_ms']:.2f} "
             f"ms, Lamina / peer {r['ratio']:.2f}x ({r['compacting_requests']} of "
@@ -292,14 +381,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"Part 1: LedgerSession.assemble per request after {args.turns} turns vs "
         f"trim_messages with precomputed counts (median ms per request; {who}, each budget "
-        f"in a fresh process{', caches kept' if args.keep_caches else ''})",
+        f"in a fresh process; before each timed call: {REGIMES[args.between]})",
         flush=True,
     )
     for budget in BUDGETS:
         child = [sys.executable, __file__, "--budget", str(budget), "--turns", str(args.turns)]
         child += ["--requests", str(args.requests)]
         child += ["--host-encoding"] if args.host_encoding else []
-        subprocess.run([*child, *(["--keep-caches"] if args.keep_caches else [])], check=True)
+        subprocess.run([*child, "--between", args.between], check=True)
     print("Part 2: uncompacted session, one turn appended per request (median ms per request)")
     (short, short_rec), (long, long_rec) = scale(100, args.samples), scale(10_000, args.samples)
     print(f"  100 turns {short:.2f} ms, 10,000 turns {long:.2f} ms: {long / short:.1f}x")
