@@ -139,12 +139,10 @@ def test_the_event_content_is_tokenized_once_per_request(monkeypatch: pytest.Mon
     )
 
 
-def test_the_joined_length_limit_is_the_tokenizers_ordinary_limit() -> None:
+def test_a_join_reaching_the_ordinary_limit_is_counted_whole() -> None:
     """Past ``ORDINARY_LIMIT`` a tokenizer counts another way, which the rule does not cover."""
-    import lamina.joins
     import lamina.tokens
 
-    assert lamina.joins.LIMIT == lamina.tokens.ORDINARY_LIMIT
     splits = splits_between("o200k_base")
     assert splits is not None
     assert not splits("x\n", "y" * lamina.tokens.ORDINARY_LIMIT)

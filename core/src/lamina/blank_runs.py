@@ -7,7 +7,7 @@ import functools
 import re
 from collections.abc import Callable
 
-__all__ = ["BLANKS", "BLANK_RUN", "CUTTABLE", "Segment", "cut_blank_runs"]
+__all__ = ["BLANKS", "BLANK_RUN", "CUTTABLE", "ORDINARY_LIMIT", "Segment", "cut_blank_runs"]
 
 # -- text tiktoken's regex cannot split -------------------------------------------------------
 # A run of about a million blanks overflows the backtracking of the patterns' ``\s+(?!\S)``
@@ -26,6 +26,9 @@ __all__ = ["BLANKS", "BLANK_RUN", "CUTTABLE", "Segment", "cut_blank_runs"]
 BLANKS = "\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 #: Runs of blanks at least this long are cut out when tiktoken cannot encode a text.
 BLANK_RUN = 4096
+#: Texts shorter than this hold no blank run the regex fails on (a quarter of the shortest):
+#: tokenizers count them on tiktoken's ordinary path, longer ones another way.
+ORDINARY_LIMIT = 250_000
 #: sha256 of each pattern the reasoning above holds for, and whether a run ending the text
 #: is a piece of its own.
 CUTTABLE = {

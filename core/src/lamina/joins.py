@@ -17,18 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from lamina.blank_runs import ORDINARY_LIMIT
+
 __all__ = ["SPLIT_ENCODINGS", "splits_between"]
 
 #: The tiktoken encodings whose split pattern is known to end a piece at a line break that
 #: is followed by ``right`` as above.
 SPLIT_ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
-#: Longest joined text counted in pieces: longer texts take tiktoken's other path
-#: (``lamina.tokens.ORDINARY_LIMIT``), which the proof does not cover.
-LIMIT = 250_000
 
 
 def _after_line_break(left: str, right: str) -> bool:
-    if not right or not left.endswith("\n") or len(left) + len(right) >= LIMIT:
+    # A joined text of ``ORDINARY_LIMIT`` characters or more is counted another way, which
+    # the proof does not cover: counted whole.
+    if not right or not left.endswith("\n") or len(left) + len(right) >= ORDINARY_LIMIT:
         return False
     first = right[0]
     return not first.isspace() and first != "/"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import define, field, validators
 
-from lamina.blank_runs import BLANK_RUN, CUTTABLE, Segment, cut_blank_runs
+from lamina.blank_runs import BLANK_RUN, CUTTABLE, ORDINARY_LIMIT, Segment, cut_blank_runs
 from lamina.checked_tokenizer import CheckedTokenizer
 from lamina.encodings import (
     BUILT,
@@ -57,8 +57,6 @@ __all__ = [
 # model's ``clean`` this keeps the length, so boundaries stay offsets into the caller's text.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-#: Texts shorter than this hold no blank run the regex fails on (a quarter of the shortest).
-ORDINARY_LIMIT = 250_000
 #: Characters a tokenizer counts with tiktoken before it loads the fast exact counter (the
 #: ``lamina[fast]`` extra), when installed: about half a second of tiktoken's counting, what
 #: loading the fast counter costs, so a short-lived process never pays for a load it would not
