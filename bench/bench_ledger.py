@@ -17,7 +17,10 @@ script did before 2026-11-26). Rounds interleave the two, each request alternati
 runs first; medians per request and their ratio (Lamina / peer: <= 1.0 means Lamina is as
 fast). What runs before each timed call is ``--between`` (the target's figure is the default's):
 ``collect``, ``gc.collect()``, a full collection, which in this process walks far more memory
-than the CPU caches hold, as a stand-in for what happens between a request and the next;
+than the CPU caches hold, as a stand-in for what happens between a request and the next (the
+walk reads every tracked object's header and references, so the most recently walked objects,
+the data of either side, are left in the caches); ``collect-evict``, the same collection and
+then ``evict``'s eviction, which leaves neither side's data warm;
 ``nothing`` (or ``--keep-caches``) leaves collections to the interpreter, caches as warm as
 back-to-back requests leave them; ``evict`` writes one byte per cache line of a buffer four
 times this machine kind's 32 MiB L3 cache (data caches cold, nothing else disturbed);
@@ -72,6 +75,7 @@ BUDGETS = (32_000, 128_000)
 REGIMES = {
     "collect": "gc.collect()",
     "nothing": "nothing, caches kept",
+    "collect-evict": "gc.collect(), then a cache eviction",
     "evict": "a cache eviction",
     "host": "a host's own work, then a cache eviction",
 }
@@ -214,6 +218,13 @@ def between_calls(regime: str) -> Callable[[], None]:
 
     if regime == "evict":
         return evict
+    if regime == "collect-evict":
+
+        def collect_evict() -> None:
+            collect()
+            evict()
+
+        return collect_evict
     work = host_work()
 
     def host() -> None:
@@ -352,7 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=REGIMES,
         default="collect",
         help="what runs before each timed call of Part 1: a full collection (the default, the "
-        "target's figure), nothing, a cache eviction, or a host's own work and an eviction",
+        "target's figure), a collection and an eviction, nothing, a cache eviction, or a host's "
+        "own work and an eviction",
     )
     parser.add_argument(
         "--keep-caches",
