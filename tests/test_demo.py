@@ -1,5 +1,6 @@
 """The README's main job: the bundled example workspace with its session in an embedded SQLite
-ledger, assembled the way `./dev demo` does it (on a copy, so the repository stays clean)."""
+ledger, assembled the way `./dev demo` does it (on a copy, so the repository stays clean); and its
+workspace and Nexus layers alone, in their designed order."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lamina_nexus.plugin as nexus
 import pytest
+from attrs import evolve
+from lamina_workspace import plugin as workspace_plugin
+
+from lamina import load_config
+from lamina.reporting import report_document
+from lamina.testing import make_assembler
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,3 +120,41 @@ def test_demo_report_format(workspace):
     assert out.returncode == 0, out.stderr
     assert re.search(r"^    max: \d+$", out.stdout, re.M)
     assert "layer: session" in out.stdout and "layer: working_set" in out.stdout
+
+
+def test_example_assembles_in_the_designed_order_with_its_report():
+    """The workspace and Nexus layers alone, in the plugins' designed order."""
+    # (The example's session history comes from the ledger plugin: the tests above.)
+    config = load_config(ROOT / "examples" / "workspace" / "lamina.toml")
+    config = evolve(config, sections={k: v for k, v in config.sections.items() if k != "ledger"})
+    a = make_assembler(config, plugins=[("workspace", workspace_plugin), ("nexus", nexus)])
+    with a:
+        ctx = a.assemble(a.request("Where does the project keep its staging config?"))
+    prompt = ctx.system_prompt
+    headings = [line for line in prompt.splitlines() if line.startswith("## ")]
+    assert headings == [
+        "## Boot",
+        "## Workspace rules",
+        "## User",
+        "## Who you are",
+        "## Your identity",
+        "## Permissions and constraints",
+        "## Nexus Environment",
+        "## Runtime",
+        "## Messaging",
+    ]
+    assert prompt.rstrip().endswith("</system>")  # the constitution, a role-system file
+    text = ctx.current_message.content[0].text
+    assert text.index('<developer path="current_task.md">') < text.index(
+        '<context path="src/config_loader.py">'
+    )
+    assert "FAILED: configuration check failed" in text  # the log keeps its end
+    doc = report_document(ctx)["assembly_report"]
+    log = next(e for e in doc["included"] if e["path"] == "tool/terminal/log-latest.txt")
+    assert log["truncated"] is True and log["strategy"] == "max_lines"
+    assert log["original_tokens"] > 2 * log["tokens"]  # 123 lines before max_lines kept 40
+    # the manifest's effective budget caps the working-set files, not the context
+    assert doc["budget"]["max"] == ctx.token_budget.available > 8000
+    files = [b for b in ctx.report.blocks if b.layer in ("working_set", "working_set_system")]
+    assert sum(b.tokens for b in files) <= 8000
+    assert ctx.report.warnings == ()
