@@ -364,3 +364,28 @@ def test_an_assembler_keeps_a_bounded_number_of_renderings(monkeypatch):
     fresh = make_assembler({"model": "gpt-4o"})
     again = fresh.assemble(fresh.request("message number 29"))
     assert again.current_message == contexts[-1].current_message
+
+
+def test_an_unchanged_system_prompt_is_joined_and_digested_once(monkeypatch):
+    """The system prompt is the same string while its blocks render the same, and its count
+    is found without digesting it again; a changed block gives a new prompt, counted."""
+    import lamina.tokens
+
+    digested: list[str] = []
+    key = lamina.tokens._key
+    monkeypatch.setattr(lamina.tokens, "_key", lambda text: digested.append(text) or key(text))
+    rules = Block.text("rules", "workspace", words(400, 1), trusted=True)
+    persona = Block.text("persona", "persona", words(300, 2), trusted=True)
+    static = StaticProvider([rules, persona])
+    a = make_assembler({"model": "gpt-4o"}, plugins=[("fixture", static)])
+    first = a.assemble(a.request("first"))
+    digested.clear()
+    second = a.assemble(a.request("second"))
+    assert second.system_prompt is first.system_prompt
+    assert first.system_prompt not in digested
+    assert second.token_budget.used.system_prompt == first.token_budget.used.system_prompt
+    static.blocks = [rules, Block.text("persona", "persona", words(301, 2), trusted=True)]
+    changed = a.assemble(a.request("third"))
+    fresh = make_assembler({"model": "gpt-4o"}, plugins=[("fixture", static)])
+    _same(changed, fresh.assemble(fresh.request("third")))
+    assert changed.system_prompt != first.system_prompt

@@ -287,6 +287,29 @@ def test_token_counter_memoizes_by_text() -> None:
     assert (counter.hits, counter.misses, stub.calls) == (1, 3, 3)
 
 
+def test_a_recurring_text_is_counted_once_and_found_without_a_digest(monkeypatch) -> None:
+    stub = _CallCounting()
+    counter = TokenCounter(stub)
+    digested: list[str] = []
+    key = lamina.tokens._key
+    monkeypatch.setattr(lamina.tokens, "_key", lambda text: digested.append(text) or key(text))
+    text = "system prompt " * 100
+    assert counter.count_recurring(text) == len(text)
+    assert counter.count_recurring(text) == len(text)
+    assert counter.count_recurring("".join(["system prompt "] * 100)) == len(text)  # equal
+    assert (stub.calls, digested, counter.hits) == (1, [text], 2)
+    counter.clear()
+    assert counter.count_recurring(text) == len(text) and stub.calls == 2
+
+
+def test_recurring_texts_are_kept_up_to_a_bound(monkeypatch) -> None:
+    monkeypatch.setattr(lamina.tokens, "RECURRING", 4)
+    counter = TokenCounter(_CallCounting())
+    for i in range(10):
+        assert counter.count_recurring(f"text {i}") == len(f"text {i}")
+    assert len(counter._recurring) <= 4
+
+
 def test_token_counter_uses_caller_key() -> None:
     stub = _CallCounting()
     counter = TokenCounter(stub)

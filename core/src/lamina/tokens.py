@@ -265,6 +265,8 @@ class EstimateTokenizer:
 
 #: Counts memoized per generation (see ``TokenCounter``): about 100 MB at most in all.
 GENERATION = 500_000
+#: Recurring texts memoized by the string itself (``TokenCounter.count_recurring``).
+RECURRING = 64
 
 
 def _key(text: str) -> bytes:
@@ -282,7 +284,17 @@ class TokenCounter:
     counter is itself a ``Tokenizer`` of the model's, counting through the memo: a plugin that
     sizes text ahead of assembly (the ledger) hands it wherever a tokenizer is asked for."""
 
-    __slots__ = ("_cache", "_lock", "_old", "_splits", "checked", "hits", "misses", "tokenizer")
+    __slots__ = (
+        "_cache",
+        "_lock",
+        "_old",
+        "_recurring",
+        "_splits",
+        "checked",
+        "hits",
+        "misses",
+        "tokenizer",
+    )
 
     def __init__(self, tokenizer: Tokenizer, plugin: str | None = None) -> None:
         self.tokenizer = tokenizer
@@ -295,6 +307,7 @@ class TokenCounter:
         # forgotten (each request's event adds a few, so the memo must not keep them all).
         self._cache: dict[str | bytes, int] = {}
         self._old: dict[str | bytes, int] = {}
+        self._recurring: dict[str, int] = {}
         self._lock = threading.Lock()
 
     @property
@@ -327,6 +340,23 @@ class TokenCounter:
         with self._lock:
             self.misses += 1
         return value
+
+    def count_recurring(self, text: str) -> int:
+        """Tokens in ``text``, memoized by the string itself as well: for the few texts a
+        caller makes again as the same string object (a system prompt joined once), whose
+        lookup then takes the hash the string keeps instead of a new digest of it. At most
+        ``RECURRING`` such texts are kept."""
+        found = self._recurring.get(text)
+        if found is not None:
+            with self._lock:
+                self.hits += 1
+            return found
+        found = self.count(text)
+        with self._lock:
+            if len(self._recurring) >= RECURRING:
+                self._recurring = {}
+            self._recurring[text] = found
+        return found
 
     def known(self, text: str) -> int | None:
         """``text`` 's memoized count, or ``None`` when it was not counted yet."""
@@ -361,7 +391,7 @@ class TokenCounter:
     def clear(self) -> None:
         """Forget every memoized count (the tokenizer's counts changed)."""
         with self._lock:
-            self._cache, self._old = {}, {}
+            self._cache, self._old, self._recurring = {}, {}, {}
 
     def _memoized(self, key: str | bytes) -> int | None:
         """The count memoized under ``key`` (one of the older generation is brought into

@@ -142,13 +142,13 @@ def render(
     by_place: dict[str, list[Item]], measurer: Measurer, memo: dict[str, Any] | None = None
 ) -> Formatted:
     """The kept items as system prompt, history messages and current message."""
-    system = _join(by_place.get("system", []), measurer)
+    system = measurer.joined(by_place.get("system", []))
     wrappers: list[str] = []
-    before = _join(by_place.get("before_history", []), measurer)
+    before = measurer.joined(by_place.get("before_history", []))
     # The stable prefix: system + history up to the current message, less the dynamic
     # after-history wrapper.
     messages, prefix = _history(by_place.get("history", []), memo, (system, before))
-    after = _join(by_place.get("after_history", []), measurer)
+    after = measurer.joined(by_place.get("after_history", []))
     history = messages
     if before:
         history = Chunked.joined([(Message.of("user", before),), history])
@@ -221,7 +221,8 @@ def usage(
     count with the system prompt: both are the static head of a request."""
     info, counter = state.model.info, measurer.counter
     overhead = info.message_overhead
-    system = counter.count(out.system_prompt) + overhead if out.system_prompt else 0
+    # The system prompt and the wrappers are the same strings while unchanged (``joined``).
+    system = counter.count_recurring(out.system_prompt) + overhead if out.system_prompt else 0
     system += state.tool_tokens
     if memo is None:
         hist = total(history)
@@ -233,7 +234,7 @@ def usage(
             hist = memo["cost"] = base["cost"] + total(history[base["n"] :])
         else:
             hist = memo["cost"] = total(history)
-    hist += sum(counter.count(w) + overhead for w in out.wrappers)
+    hist += sum(counter.count_recurring(w) + overhead for w in out.wrappers)
     current = out.current.content
     first = current[0]  # (render makes it the joined text of the event's blocks)
     if event is None or not isinstance(first, TextPart):

@@ -101,6 +101,22 @@ class Measurer:
             text = cache.setdefault(key, self._checked_render(fmt, block))
         return text
 
+    def joined(self, items: list[Item]) -> str:
+        """``items`` as rendered, joined by the first one's separator, memoized with the
+        renderings: while they render the same, this is the same string, whose count the
+        counter finds without digesting it again (``TokenCounter.count_recurring``)."""
+        if not items:
+            return ""
+        separator = self.formatter(items[0]).separator
+        key = ("joined", separator, *(self.render(i) for i in items if i.block.body))
+        cache = self._render_cache
+        text = cache.get(key)
+        if text is None:
+            if len(cache) >= RENDERS:
+                cache.clear()
+            text = cache.setdefault(key, separator.join(key[2:]))
+        return text
+
     def _checked_render(self, fmt: Formatter, block: Block) -> str:
         """A formatter's output, or a ``PluginError`` naming its plugin if it raises or
         returns something other than text."""
