@@ -10,7 +10,8 @@ then replays ``--warm`` more turns and ``--requests`` measured ones under callgr
 side; only the measured side's calls are counted (each runs inside ``sys.call_tracing``,
 which callgrind is told to collect in). The caches simulated are this machine kind's: L1
 instruction 32 KiB (8-way), L1 data 48 KiB (12-way) and L2 1 MiB (8-way), 64-byte lines.
-The simulation is deterministic: the same tree gives the same counts on every run.
+The simulation has no noise from other work on the machine: runs of the same tree agree
+within 1% (temporary paths and addresses differ between runs).
 
 Printed per request, for each side and as Lamina / peer: instructions, L1 instruction misses
 (these hit L2, so they cost both warm and cold), and L2 misses, the lines brought from L3 or
@@ -19,9 +20,13 @@ the collector's walk, not the request's code and data, so L2 misses are what a c
 pays for. Then, from one request run natively under ``sys.setprofile``: the Python functions
 each side ran and the bytes of their bytecode (which the processor reads as data).
 
+``--phases`` also counts each of the kernel's phases alone inside Lamina's request (one run
+per phase, each in the whole request, so a phase is charged for the lines it brings in after
+the ones before it), and the session's work around the kernel as the rest.
+
 Needs valgrind (``apt install valgrind``) and a Python with its symbols (pyenv's and
-Debian's have them). Run: ``.venv/bin/python bench/cachesim_ledger.py [--requests 8]``
-(about four minutes; the two sides run side by side).
+Debian's have them). Run: ``.venv/bin/python bench/cachesim_ledger.py [--requests 8]
+[--phases]`` (about two minutes, ten with ``--phases``; two runs at a time).
 """
 
 from __future__ import annotations
@@ -40,6 +45,18 @@ from pathlib import Path
 from typing import Any
 
 SIDES = ("lamina", "peer")
+#: The kernel's phases as ``--phases`` counts them: the engine's calls each one makes
+#: (``lamina.assembly.engine``, ``Assembler._run``), and the whole kernel.
+PHASES = {
+    "plan": ("engine", "plan"),
+    "gather": ("gather", "Gatherer.gather"),
+    "place": ("engine", "place"),
+    "measure": ("engine", "measure"),
+    "fit": ("engine", "edit_tool_results", "fit"),
+    "format": ("engine", "format_within"),
+    "report": ("engine", "report"),
+    "kernel": ("engine", "Assembler._run"),
+}
 CACHES = ["--I1=32768,8,64", "--D1=49152,12,64", "--LL=1048576,8,64"]
 BUDGET = 32_000
 
@@ -99,10 +116,43 @@ def build_state(folder: Path, turns: int, total: int) -> None:
             s.record_turn(request, turn)
 
 
-def replay(folder: Path, side: str, turns: int, warm: int, requests: int, profile: bool) -> None:
+def _count_phase(phase: str) -> Any:
+    """A ``measured`` for ``--phases``: the request runs as it is, but only ``phase``'s calls
+    run inside ``sys.call_tracing`` (during measured requests)."""
+    import importlib
+
+    module, *names = PHASES[phase]
+    owner_module = importlib.import_module(f"lamina.assembly.{module}")
+    measuring = [False]
+    for dotted in names:
+        owner, _, attr = dotted.rpartition(".")
+        target = getattr(owner_module, owner) if owner else owner_module
+        original = getattr(target, attr)
+
+        def wrapped(*a: Any, _original: Any = original, **k: Any) -> Any:
+            if measuring[0]:
+                return sys.call_tracing(lambda: _original(*a, **k), ())
+            return _original(*a, **k)
+
+        setattr(target, attr, wrapped)
+
+    def measured(call: Any) -> None:
+        measuring[0] = True
+        try:
+            call()
+        finally:
+            measuring[0] = False
+
+    return measured
+
+
+def replay(
+    folder: Path, side: str, turns: int, warm: int, requests: int, profile: bool, phase: str | None
+) -> None:
     """The loop from turn ``turns`` on, on a copy of the ledger: ``warm`` turns, then
-    ``requests`` whose ``side`` call runs inside ``sys.call_tracing`` (or, with ``profile``,
-    under ``sys.setprofile``, printing the Python functions it ran)."""
+    ``requests`` whose ``side`` call runs inside ``sys.call_tracing`` (with ``phase``, only
+    that kernel phase's calls; with ``profile``, the call runs under ``sys.setprofile``,
+    printing the Python functions it ran)."""
     import bench_ledger as bl
     from lamina_ledger.session import LedgerSession
 
@@ -128,6 +178,9 @@ def replay(folder: Path, side: str, turns: int, warm: int, requests: int, profil
             call()
         finally:
             sys.setprofile(None)
+
+    if phase is not None:
+        measured = _count_phase(phase)
 
     encode = None
     with a, LedgerSession(a) as s:
@@ -158,34 +211,47 @@ def replay(folder: Path, side: str, turns: int, warm: int, requests: int, profil
         print(json.dumps({"functions": len(codes), "bytecode": size}))
 
 
-def simulate(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    """Both sides under callgrind, side by side: events per measured request."""
-    runs = {}
-    for side in SIDES:
-        out = folder / f"callgrind.{side}"
-        command = ["valgrind", "--tool=callgrind", "--cache-sim=yes", *CACHES]
-        command += ["--collect-atstart=no", "--toggle-collect=_PyEval_CallTracing"]
-        command += [f"--callgrind-out-file={out}", sys.executable, __file__, "--replay", side]
-        command += [str(folder), *_loop_args(args)]
-        log = (folder / f"{side}.log").open("w")
-        runs[side] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), out)
-    found = {}
-    for side, (run, out) in runs.items():
-        if run.wait() != 0:
-            raise SystemExit(f"callgrind failed for {side}: see {folder / (side + '.log')}")
-        text = out.read_text()
-        events = re.search(r"^events: (.+)$", text, re.M)
-        totals = re.search(r"^(?:totals|summary): (.+)$", text, re.M)
-        if events is None or totals is None:
-            raise SystemExit(f"no totals in {out}")
-        values = dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False))
-        if not values.get("Ir"):
-            raise SystemExit(
-                "callgrind counted nothing: this Python has no _PyEval_CallTracing symbol "
-                "(a stripped build?)"
-            )
-        found[side] = {k: v / args.requests for k, v in values.items()}
+def simulate(folder: Path, args: argparse.Namespace, targets: list[str]) -> dict[str, Any]:
+    """Each target (a side, or ``lamina:PHASE``) under callgrind, two at a time: events per
+    measured request."""
+    found: dict[str, Any] = {}
+    for start in range(0, len(targets), 2):
+        runs = {}
+        for target in targets[start : start + 2]:
+            side, _, phase = target.partition(":")
+            out = folder / f"callgrind.{target}"
+            command = ["valgrind", "--tool=callgrind", "--cache-sim=yes", *CACHES]
+            command += ["--collect-atstart=no", "--toggle-collect=_PyEval_CallTracing"]
+            command += [f"--callgrind-out-file={out}", sys.executable, __file__]
+            command += ["--replay", side, str(folder), *_loop_args(args)]
+            command += [f"--phase={phase}"] if phase else []
+            log = (folder / f"{target}.log").open("w")
+            runs[target] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), out)
+        for target, (run, out) in runs.items():
+            if run.wait() != 0:
+                raise SystemExit(f"callgrind failed for {target}: see {folder / target}.log")
+            found[target] = _totals(out, args.requests)
     return found
+
+
+def _totals(out: Path, requests: int) -> dict[str, float]:
+    text = out.read_text()
+    events = re.search(r"^events: (.+)$", text, re.M)
+    totals = re.search(r"^(?:totals|summary): (.+)$", text, re.M)
+    if events is None or totals is None:
+        raise SystemExit(f"no totals in {out}")
+    values = dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False))
+    if not values.get("Ir"):
+        raise SystemExit(
+            "callgrind counted nothing: this Python has no _PyEval_CallTracing symbol "
+            "(a stripped build?)"
+        )
+    return {k: v / requests for k, v in values.items()}
+
+
+def _lines(events: dict[str, float]) -> float:
+    """L2 misses of every kind: the lines a request brings in from L3 or memory."""
+    return events["ILmr"] + events["DLmr"] + events["DLmw"]
 
 
 def _loop_args(args: argparse.Namespace) -> list[str]:
@@ -209,9 +275,21 @@ def main() -> int:
     parser.add_argument("--replay", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("state", nargs="?", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--phases", action="store_true", help="also count each kernel phase of Lamina's request"
+    )
     args = parser.parse_args()
     if args.replay:
-        replay(args.state, args.replay, args.turns, args.warm, args.requests, args.profile)
+        replay(
+            args.state,
+            args.replay,
+            args.turns,
+            args.warm,
+            args.requests,
+            args.profile,
+            args.phase,
+        )
         return 0
     if shutil.which("valgrind") is None:
         print("cachesim_ledger: valgrind is not installed (apt install valgrind)", file=sys.stderr)
@@ -219,7 +297,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         build_state(folder, args.turns, args.turns + args.warm + args.requests)
-        sim = simulate(folder, args)
+        targets = [*SIDES, *(f"lamina:{p}" for p in PHASES if args.phases)]
+        sim = simulate(folder, args, targets)
         code = {side: footprint(folder, args, side) for side in SIDES}
     rows = [
         ("instructions", "Ir"),
@@ -236,7 +315,7 @@ def main() -> int:
     for label, key in rows:
         lamina, peer = sim["lamina"][key], sim["peer"][key]
         print(f"  {label:26s} {lamina:12,.0f} {peer:12,.0f}  {lamina / peer:.2f}x")
-    misses = {s: sum(sim[s][k] for k in ("ILmr", "DLmr", "DLmw")) for s in SIDES}
+    misses = {s: _lines(sim[s]) for s in SIDES}
     ratio = misses["lamina"] / misses["peer"]
     print(
         f"  {'L2 misses, all':26s} {misses['lamina']:12,.0f} {misses['peer']:12,.0f}  {ratio:.2f}x"
@@ -246,6 +325,17 @@ def main() -> int:
             f"  {side}: {code[side]['functions']} Python functions, "
             f"{code[side]['bytecode']:,} bytes of their bytecode (one request)"
         )
+    if args.phases:
+        print("Lamina's request by phase: L2 misses (instructions, data read, data written)")
+        rest = misses["lamina"] - _lines(sim["lamina:kernel"])
+        for phase in [*(p for p in PHASES if p != "kernel"), "kernel"]:
+            got = sim[f"lamina:{phase}"]
+            share = _lines(got) / misses["lamina"]
+            print(
+                f"  {phase:8s} {_lines(got):8,.0f} ({got['ILmr']:,.0f}, {got['DLmr']:,.0f}, "
+                f"{got['DLmw']:,.0f})  {share:4.0%}"
+            )
+        print(f"  {'session':8s} {rest:8,.0f} (the rest: the session's work around the kernel)")
     return 0
 
 
