@@ -169,7 +169,7 @@ def render(
     )
     current = Message(
         role="user",
-        content=(TextPart(text=_join(event_items, measurer)), *extra),
+        content=(TextPart(text=measurer.joined(event_items, keep=False)), *extra),
         context_json=recorded,
     )
     return Formatted(
@@ -180,16 +180,6 @@ def render(
         after_history=after,
         prefix_sha256=prefix.hexdigest(),
     )
-
-
-def _join(items: list[Item], measurer: Measurer) -> str:
-    if not items:
-        return ""
-    return measurer.formatter(items[0]).separator.join(_pieces(items, measurer))
-
-
-def _pieces(items: list[Item], measurer: Measurer) -> list[str]:
-    return [measurer.render(i) for i in items if i.block.body]
 
 
 def _current_text(items: list[Item], measurer: Measurer, text: str) -> int:
@@ -204,7 +194,7 @@ def _current_text(items: list[Item], measurer: Measurer, text: str) -> int:
     if not items:
         return counter.count(text)
     separator = measurer.formatter(items[0]).separator
-    return counter.count_joined(_pieces(items, measurer), separator, text)
+    return counter.count_joined(measurer.pieces(items), separator, text)
 
 
 def usage(
@@ -253,4 +243,5 @@ def after_history_tokens(state: InFlight, measurer: Measurer) -> int:
     out = state.formatted
     if out is None or not out.after_history:
         return 0
-    return measurer.counter.count(out.after_history) + state.model.info.message_overhead
+    tokens = measurer.counter.count_recurring(out.after_history)  # (counted in ``usage``)
+    return tokens + state.model.info.message_overhead

@@ -101,14 +101,21 @@ class Measurer:
             text = cache.setdefault(key, self._checked_render(fmt, block))
         return text
 
-    def joined(self, items: list[Item]) -> str:
-        """``items`` as rendered, joined by the first one's separator, memoized with the
-        renderings: while they render the same, this is the same string, whose count the
-        counter finds without digesting it again (``TokenCounter.count_recurring``)."""
+    def pieces(self, items: list[Item]) -> list[str]:
+        """The renderings of the items that have a body, in order."""
+        return [self.render(i) for i in items if i.block.body]
+
+    def joined(self, items: list[Item], *, keep: bool = True) -> str:
+        """``items`` as rendered, joined by the first one's separator. Kept with the
+        renderings unless ``keep`` is false (the event, new each request): while they render
+        the same, this is the same string, whose count the counter finds without digesting
+        it again (``TokenCounter.count_recurring``)."""
         if not items:
             return ""
         separator = self.formatter(items[0]).separator
-        key = ("joined", separator, *(self.render(i) for i in items if i.block.body))
+        if not keep:
+            return separator.join(self.pieces(items))
+        key = ("joined", separator, *self.pieces(items))
         cache = self._render_cache
         text = cache.get(key)
         if text is None:
