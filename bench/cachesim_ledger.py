@@ -24,9 +24,13 @@ each side ran and the bytes of their bytecode (which the processor reads as data
 per phase, each in the whole request, so a phase is charged for the lines it brings in after
 the ones before it), and the session's work around the kernel as the rest.
 
+``--keep DIR`` keeps callgrind's output files, so ``callgrind_annotate --inclusive=no`` can
+show which of the interpreter's and libraries' C functions the lines were for (and
+``--tree=caller`` who called them).
+
 Needs valgrind (``apt install valgrind``) and a Python with its symbols (pyenv's and
 Debian's have them). Run: ``.venv/bin/python bench/cachesim_ledger.py [--requests 8]
-[--phases]`` (about two minutes, ten with ``--phases``; two runs at a time).
+[--phases] [--keep DIR]`` (about two minutes, ten with ``--phases``; two runs at a time).
 """
 
 from __future__ import annotations
@@ -279,6 +283,11 @@ def main() -> int:
     parser.add_argument(
         "--phases", action="store_true", help="also count each kernel phase of Lamina's request"
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="copy callgrind's output files here (read them with callgrind_annotate)",
+    )
     args = parser.parse_args()
     if args.replay:
         replay(
@@ -300,6 +309,10 @@ def main() -> int:
         targets = [*SIDES, *(f"lamina:{p}" for p in PHASES if args.phases)]
         sim = simulate(folder, args, targets)
         code = {side: footprint(folder, args, side) for side in SIDES}
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for out in folder.glob("callgrind.*"):
+                shutil.copy(out, args.keep)
     rows = [
         ("instructions", "Ir"),
         ("L1 instruction misses", "I1mr"),

@@ -1,5 +1,6 @@
-"""A block's content hash is stable: ledgers and recorded stable prefixes keep hashes made by
-earlier versions, so the bytes hashed for a part never change."""
+"""What a block computes from its parts. Its content hash is stable: ledgers and recorded
+stable prefixes keep hashes made by earlier versions, so the bytes hashed for a part never
+change. Its body is the text of its text-bearing parts."""
 
 from __future__ import annotations
 
@@ -41,3 +42,14 @@ def test_the_hash_is_the_type_and_repr_of_each_part(parts: tuple[object, ...]) -
 def test_a_known_text_blocks_hash_is_unchanged() -> None:
     block = Block.text("b", "session", "hello, world")
     assert block.hash == "f2b3977999e34fe3599ecb97ff77a15549856c2da1e45ac2384ddcdd7e120e6f"
+
+
+@given(st.lists(PART, max_size=4).map(tuple))
+def test_a_blocks_body_is_its_text_parts_joined(parts: tuple[object, ...]) -> None:
+    block = Block(id="b", layer="session", content=parts)  # type: ignore[arg-type]
+    texts = [
+        p.text if isinstance(p, TextPart) else p.content
+        for p in parts
+        if isinstance(p, TextPart | ToolResultPart)
+    ]
+    assert block.body == "\n\n".join(texts)

@@ -7,9 +7,12 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import lamina
 from lamina import Block, BudgetError, ProviderError, Tool
+from lamina.assembly.state import milliseconds
 from lamina.serde import to_json, unstructure
 from lamina.testing import StaticProvider, make_assembler
 from lamina.testing.history import tool_turn, turn, words
@@ -543,6 +546,15 @@ def test_progress_is_reported_per_phase():
     assert phases == ["plan", "gather", "place", "measure", "fit", "format", "report"]
     ctx = a.assemble(a.request("hi again"))
     assert list(ctx.report.timings_ms) == phases[:7]
+    for ms in ctx.report.timings_ms.values():
+        assert ms >= 0 and ms == round(ms, 3)
+
+
+@given(st.floats(min_value=0, max_value=1e5))
+def test_phase_timings_are_milliseconds_to_the_microsecond(seconds):
+    ms = milliseconds(seconds)
+    assert ms == round(ms, 3)
+    assert abs(ms - round(seconds * 1000, 3)) <= 0.001
 
 
 def test_pytest_fixture_builds_isolated_assemblers(lamina_assembler):

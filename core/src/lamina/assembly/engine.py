@@ -27,7 +27,7 @@ from lamina.assembly.place import place
 from lamina.assembly.plan import plan
 from lamina.assembly.report import report
 from lamina.assembly.rules import Rules
-from lamina.assembly.state import Progress, ResolvedModel
+from lamina.assembly.state import Progress, ResolvedModel, milliseconds
 from lamina.assembly.tool_results import edit_tool_results
 from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, load_config
@@ -267,7 +267,7 @@ class Assembler:
             if overrides.verbose_report is None
             else overrides.verbose_report
         )
-        state.timings["plan"] = round(1000 * (time.perf_counter() - started), 3)
+        state.timings["plan"] = milliseconds(time.perf_counter() - started)
         measurer = Measurer(
             self.rules,
             model.counter,

@@ -17,6 +17,9 @@ from lamina.model.chunked import Chunked
 from lamina.model.event_context import merge_context_json
 from lamina.model.messages import Message, Part, TextPart, ToolResultPart
 
+#: The parts that go into the current message's text (a tuple: a union is built per use).
+_TEXT_PARTS = (TextPart, ToolResultPart)
+
 #: How many times formatting is re-checked against the exact count before giving up.
 VERIFY_ROUNDS = 8
 
@@ -158,10 +161,7 @@ def render(
         wrappers.append(after)
     event_items = by_place.get("event", [])
     extra: list[Part] = [
-        p
-        for i in event_items
-        for p in i.block.content
-        if not isinstance(p, TextPart | ToolResultPart)
+        p for i in event_items for p in i.block.content if not isinstance(p, _TEXT_PARTS)
     ]
     # The event's record, with what other current-message blocks record (working-set files).
     recorded = merge_context_json(

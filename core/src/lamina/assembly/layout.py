@@ -157,10 +157,18 @@ def inherit(memo: dict[str, Any], n: int) -> dict[str, Any]:
     return {"base": base}
 
 
+#: (A tuple, not ``ToolCallPart | ToolResultPart``: that builds a union on every call.)
+_TOOL_PARTS = (ToolCallPart, ToolResultPart)
+
+
 def _has_tools(item: Item) -> bool:
-    return item.placement == "history" and any(
-        isinstance(p, ToolCallPart | ToolResultPart) for p in item.block.content
-    )
+    # A loop, not ``any()`` over a generator: one that stops early is closed by raising
+    # GeneratorExit in it, exception machinery a request would otherwise never run.
+    if item.placement == "history":
+        for part in item.block.content:
+            if isinstance(part, _TOOL_PARTS):
+                return True
+    return False
 
 
 def _buckets(items: list[Item], parents: dict[int, Bucket] | None = None) -> dict[int, Bucket]:

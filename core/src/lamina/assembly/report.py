@@ -170,7 +170,7 @@ def _dropped_reports(state: InFlight, rules: Rules) -> tuple[DroppedReport, ...]
     for cut in state.cuts:
         by_layer.setdefault(cut.layer, []).append(cut)
     out = []
-    for name in sorted(by_layer, key=lambda n: rules.registry.layer(n).order):
+    for name in sorted(by_layer, key=rules.order.__getitem__):
         cuts = by_layer[name]
         first = min((c.first for c in cuts), key=_at)
         last = max((c.last for c in cuts), key=_at)
@@ -200,7 +200,7 @@ def _layer_reports(
     cut = {d.layer: d for d in dropped}
     by_layer = state.by_layer
     clean = {b.layer for b in state.history_buckets or ()} if state.history_clean else set()
-    for name in sorted(by_layer, key=lambda n: rules.registry.layer(n).order):
+    for name in sorted(by_layer, key=rules.order.__getitem__):
         members = by_layer[name]
         gone = cut.get(name)
         if name in clean and state.history_buckets is not None:

@@ -21,6 +21,12 @@ class Rules:
     config: LaminaConfig
     registry: Registry
     _caps: dict[int, dict[str, int]] = field(factory=dict, init=False, eq=False, repr=False)
+    #: Each layer's order (``LayerSpec.order``), the key reports sort layers by.
+    order: dict[str, int] = field(init=False, eq=False, repr=False)
+
+    @order.default
+    def _order(self) -> dict[str, int]:
+        return {name: a.record.order for name, a in self.registry.layers.items()}
 
     def placement(self, spec: LayerSpec) -> Placement:
         """The layer's physical placement: ``[placement]``, ``[layers.X] placement``, its spec."""

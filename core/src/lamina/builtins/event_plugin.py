@@ -26,7 +26,7 @@ def local_time(when: datetime, timezone: str) -> datetime:
     """``when`` in ``timezone`` (UTC when it is unknown); zoneinfo is imported only for a
     zone other than UTC (its import is a noticeable part of a command's start)."""
     if timezone in ("UTC", "Etc/UTC"):
-        return when.astimezone(UTC)
+        return when if when.tzinfo is UTC else when.astimezone(UTC)
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:

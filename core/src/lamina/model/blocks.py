@@ -34,7 +34,9 @@ def content_hash(parts: tuple[Part, ...]) -> str:
     h = hashlib.sha256()
     for p in parts:
         if type(p) is TextPart:  # the same bytes as below, without attrs' generated repr
-            h.update(b"TextPart\x00TextPart(text=%s)\x01" % repr(p.text).encode(_UTF8, _PASS))
+            h.update(b"TextPart\x00TextPart(text=")  # (three updates: no bytes formatting)
+            h.update(repr(p.text).encode(_UTF8, _PASS))
+            h.update(b")\x01")
             continue
         h.update(type(p).__name__.encode())
         h.update(b"\x00")
@@ -103,7 +105,10 @@ class Block:
     @property
     def body(self) -> str:
         """The text of every text-bearing part, joined by blank lines."""
-        return "\n\n".join(t for t in (part_text(p) for p in self.content) if t is not None)
+        content = self.content
+        if len(content) == 1 and type(content[0]) is TextPart:  # most blocks: no join to make
+            return content[0].text
+        return "\n\n".join(t for t in (part_text(p) for p in content) if t is not None)
 
     def text_part_index(self) -> int | None:
         """Index of the one part truncation may shorten, or ``None`` when there is not exactly one."""

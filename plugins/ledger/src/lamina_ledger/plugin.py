@@ -3,6 +3,7 @@ summarizer and the ``lamina ledger`` commands. Without a ``database`` it yields 
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -54,9 +55,17 @@ def from_memory(ctx: ProviderContext) -> Sequence[Block] | None:
     if source is None:
         return []
     _, target, makers = source
+    return _remembered()(target, ctx.request.session_label, ctx.request.parent_turn_id, **makers)
+
+
+@functools.cache
+def _remembered() -> Callable[..., Sequence[Block] | None]:
+    """``lamina_ledger.vouch.remembered``, imported once: an import statement run on every
+    request would look for the module's ``__path__`` each time, which raises (and formats)
+    an ``AttributeError`` inside the interpreter."""
     from lamina_ledger.vouch import remembered
 
-    return remembered(target, ctx.request.session_label, ctx.request.parent_turn_id, **makers)
+    return remembered
 
 
 def _makers(settings: LedgerSettings, plugin: str) -> dict[str, Any]:
