@@ -15,10 +15,7 @@ from lamina.errors import BudgetError
 from lamina.model.budget import BudgetUsage
 from lamina.model.chunked import Chunked
 from lamina.model.event_context import merge_context_json
-from lamina.model.messages import Message, Part, TextPart, ToolResultPart
-
-#: The parts that go into the current message's text (a tuple: a union is built per use).
-_TEXT_PARTS = (TextPart, ToolResultPart)
+from lamina.model.messages import Message, Part, TextPart, part_text
 
 #: How many times formatting is re-checked against the exact count before giving up.
 VERIFY_ROUNDS = 8
@@ -160,9 +157,8 @@ def render(
         history = Chunked.joined([history, (Message.of("user", after),)])
         wrappers.append(after)
     event_items = by_place.get("event", [])
-    extra: list[Part] = [
-        p for i in event_items for p in i.block.content if not isinstance(p, _TEXT_PARTS)
-    ]
+    # The parts without text (images, tool calls): the text ones are in the joined text.
+    extra: list[Part] = [p for i in event_items for p in i.block.content if part_text(p) is None]
     # The event's record, with what other current-message blocks record (working-set files).
     recorded = merge_context_json(
         i.block.provenance.metadata.get("context_json") for i in event_items
