@@ -259,6 +259,42 @@ def test_a_turns_prefix_entries_are_made_for_its_new_blocks_only(
     assert sum(made) <= 2 * n * math.log2(n), f"{sum(made)} entries made for {n} blocks"
 
 
+def test_recording_a_turn_compares_the_prefix_entries_it_added_only(
+    target: str,
+    exchange: Callable[..., list[Message]],
+    monkeypatch: pytest.MonkeyPatch,
+    ledger_config: Callable[..., dict[str, Any]],
+) -> None:
+    """A recorded turn's prefix shares the previous turn's chunks of entries, so finding
+    whether it extends that prefix compares the entries of the chunks that changed only:
+    over a session, about log2(n) times its blocks in all, not every block on every turn."""
+    from lamina_ledger import prefix as prefixes
+    from lamina_ledger.stats import turn_report
+
+    looked: list[int] = []
+    same = prefixes._same_chunks
+
+    def counted(old: Any, new: Any) -> int:
+        found = same(old, new)
+        looked.append(len(old) - found)
+        return found
+
+    monkeypatch.setattr(prefixes, "_same_chunks", counted)
+    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
+    with LedgerSession(a) as s:
+        s.start("s")
+        for i in range(150):
+            request = a.request(f"q{i}")
+            ctx = s.assemble(request)
+            s.record_turn(request, exchange(i))
+        n = len(ctx.report.blocks)
+        busts = [t.cache_bust for t in turn_report(s.ledger, "s").turns]
+    a.close()
+    assert n >= 590 and len(looked) == 149
+    assert busts == [None] * 150  # (each turn's prefix extends the one before)
+    assert sum(looked) <= 2 * n * math.log2(n), f"{sum(looked)} entries compared for {n}"
+
+
 def test_what_a_request_needs_that_never_changes_is_made_once(
     target: str,
     exchange: Callable[..., list[Message]],

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import lamina_ledger.plugin as plugin
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lamina_ledger.ledger import Ledger
 from lamina_ledger.prefix import Bust, Prefix, compare, prefix_of
 from lamina_ledger.pricing import cost, prices
@@ -19,7 +22,7 @@ from lamina_ledger.session import LedgerSession
 from lamina_ledger.stats import report_data, turn_report
 from lamina_ledger.store import session_store
 
-from lamina import AgentResult, Assembler, Block, Message, Tool, Usage
+from lamina import AgentResult, Assembler, Block, Chunked, Message, Tool, Usage
 from lamina.testing import StaticProvider, make_assembler
 
 
@@ -68,6 +71,37 @@ def test_compare_names_the_first_block_that_differs(
         return [(i.lower(), "v2" if i.isupper() else "v1", 5) for i in ids]
 
     assert compare(entries(old), entries(new)) == expected
+
+
+def _chunked(items: list[tuple[str, str, int]], cuts: list[int]) -> Chunked[tuple[str, str, int]]:
+    """``items`` in chunks cut at ``cuts`` (each taken modulo the length)."""
+    at = sorted({c % (len(items) + 1) for c in cuts} | {0, len(items)})
+    return Chunked.joined(tuple(items[a:b]) for a, b in pairwise(at))
+
+
+_CUTS = st.lists(st.integers(0, 20), max_size=4)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.data())
+def test_compare_finds_the_same_in_shared_chunks_as_item_by_item(data: st.DataObject) -> None:
+    """Prefixes held in chunks (the new one sharing the old one's first chunks, as a grown
+    session's does, then blocks inserted, removed or changed) compare as their items do: the
+    chunks the two share are skipped at once, the rest is compared entry by entry."""
+
+    def entry(i: str) -> tuple[str, str, int]:  # upper case: the block changed
+        return (i.lower(), "v2" if i.isupper() else "v1", 5)
+
+    old_items = [entry(i) for i in data.draw(st.lists(st.sampled_from("abcde"), max_size=12))]
+    old = _chunked(old_items, data.draw(_CUTS))
+    k = data.draw(st.integers(0, len(old.chunks)))  # the chunks the new prefix holds too
+    tail = old_items[sum(map(len, old.chunks[:k])) :]
+    at = data.draw(st.integers(0, len(tail)))
+    drop = data.draw(st.integers(0, len(tail) - at))
+    more = [entry(i) for i in data.draw(st.lists(st.sampled_from("abcdeABCDE"), max_size=4))]
+    rest = tail[:at] + more + tail[at + drop :]
+    new = Chunked.joined([*old.chunks[:k], *_chunked(rest, data.draw(_CUTS)).chunks])
+    assert compare(old, new) == compare(old_items, list(new))
 
 
 # -- recorded through a LedgerSession -----------------------------------------------------

@@ -6,6 +6,7 @@ last; another process reads a turn's whole list back once, walking to the last w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from attrs import frozen
@@ -45,7 +46,7 @@ class PrefixChain:
     """Whole prefix lists of recent turns, and the row a new turn's prefix is stored as."""
 
     def __init__(self) -> None:
-        self._memo: Recent[str, tuple[Entry, ...]] = Recent(MEMO)
+        self._memo: Recent[str, Sequence[Entry]] = Recent(MEMO)
 
     def row(
         self, db: Database, turn_id: str, parent: str | None, prefix: Prefix | None
@@ -65,7 +66,7 @@ class PrefixChain:
             bust=bust,
         )
 
-    def whole(self, db: Database, turn_id: str) -> tuple[Entry, ...] | None:
+    def whole(self, db: Database, turn_id: str) -> Sequence[Entry] | None:
         """``turn_id``'s whole prefix list, or ``None`` (a compaction turn, or a turn recorded
         without its prefix)."""
         found = self._memo.get(turn_id)

@@ -1,6 +1,8 @@
 """The stable prefix of an assembled request as the ledger records it with the turn: its hash
 and size, and its blocks in request order (each block's id, the start of its content hash and
-its tokens: a block cut differently counts other tokens).
+its tokens: a block cut differently counts other tokens). A turn's entries share the previous
+turn's chunks (``lamina.Chunked``), so recording a turn of a long session costs what the turn
+added, not the whole history's entries.
 
 A provider's prompt cache serves a request from the longest prefix it has seen, so the next
 turn's prefix should start with this one's. When it does not, and no compaction came between,
@@ -46,7 +48,7 @@ class Prefix:
 
     sha256: str
     tokens: int
-    blocks: tuple[Entry, ...]
+    blocks: Sequence[Entry]
 
 
 @frozen(kw_only=True)
@@ -111,14 +113,15 @@ def prefix_from(
         runs = [memo.grouped(chunk) for chunk in blocks.chunks]
     else:
         runs = [_grouped(blocks)]
-    entries: list[Entry] = []
+    parts: list[tuple[Entry, ...]] = []
     if tools:
         text = json.dumps([unstructure(t) for t in tools], sort_keys=True, ensure_ascii=False)
-        entries.append((TOOLS, _short(text), 0))
+        parts.append(((TOOLS, _short(text), 0),))
     for placement in PLACEMENTS:  # grouped in request order
-        for run in runs:
-            entries += run.get(placement, ())
-    return Prefix(sha256=stable.sha256, tokens=stable.tokens, blocks=tuple(entries))
+        parts += (run[placement] for run in runs if placement in run)
+    # The runs' tuples are the chunks: a memo's runs are the previous turn's, not copied.
+    entries: Chunked[Entry] = Chunked.joined(parts)
+    return Prefix(sha256=stable.sha256, tokens=stable.tokens, blocks=entries)
 
 
 def compare(old: Sequence[Entry], new: Sequence[Entry]) -> tuple[int, Bust | None]:
@@ -126,9 +129,9 @@ def compare(old: Sequence[Entry], new: Sequence[Entry]) -> tuple[int, Bust | Non
     a block ``added`` before the rest, ``removed``, ``changed`` (same id, other content) or
     ``moved``."""
     n = min(len(old), len(new))
-    if len(new) >= len(old) and tuple(new[:n]) == tuple(old):  # (at C speed, by identity)
+    shared = _same_chunks(old, new)
+    if len(new) >= len(old) and tuple(old[shared:]) == tuple(new[shared:n]):  # (at C speed)
         return n, None
-    shared = 0
     while shared < n and old[shared] == new[shared]:
         shared += 1
     if shared == len(old):
@@ -143,6 +146,20 @@ def compare(old: Sequence[Entry], new: Sequence[Entry]) -> tuple[int, Bust | Non
     if was not in {e[0] for e in new}:
         return shared, Bust(block=was, change="removed")
     return shared, Bust(block=now, change="moved")
+
+
+def _same_chunks(old: Sequence[Entry], new: Sequence[Entry]) -> int:
+    """How many entries lead both in equal chunks: a prefix made from a report that grew
+    from the last one holds that one's chunks (compared by identity, at once), but for the
+    last few, merged into a new one."""
+    if not isinstance(old, Chunked) or not isinstance(new, Chunked):
+        return 0
+    same = 0
+    for mine, theirs in zip(old.chunks, new.chunks, strict=False):
+        if mine is not theirs and mine != theirs:
+            break
+        same += len(mine)
+    return same
 
 
 def dump(entries: Sequence[Entry]) -> str:
@@ -187,7 +204,7 @@ class Prefixes:
         (its request has the same event, or its messages hold the current message as sent);
         a turn another process assembled gets none. Taken once: a prefix is one request's."""
         if isinstance(request, AssembledContext):
-            return prefix_of(request)
+            return prefix_from(request.report, request.tools, self._entries)
         sent = self._by_session.pop(request.session_label)
         if sent is None:
             return None
