@@ -15,7 +15,8 @@ process). Each side counts every message once: the history's when it was recorde
 ``trim_messages`` alone is printed too (the new message's count made beforehand, as this
 script did before 2026-11-26). Rounds interleave the two, each request alternating which side
 runs first; medians per request and their ratio (Lamina / peer: <= 1.0 means Lamina is as
-fast). What runs before each timed call is ``--between`` (the target's figure is the default's):
+fast). The median of Lamina's requests that compacted is printed too, over the whole run
+(the 300 turns before timing included: few of the timed ones compact). What runs before each timed call is ``--between`` (the target's figure is the default's):
 ``collect``, ``gc.collect()``, a full collection, which in this process walks far more memory
 than the CPU caches hold, as a stand-in for what happens between a request and the next (the
 walk reads every tracked object's header and references, so the most recently walked objects,
@@ -249,6 +250,7 @@ def agent_loop(
     history: list[BaseMessage] = []
     sys_tokens = made["system"]
     lamina_ms, peer_ms, trim_ms, compacting = [], [], [], 0
+    compactions_ms: list[float] = []  # every request that compacted, the warm-up's included
     encode: Any = None  # the peer's tokenizer, built when timing starts
     before_call = between_calls(between)
     with tempfile.TemporaryDirectory() as tmp:
@@ -281,6 +283,8 @@ def agent_loop(
                     before_call()
                     timed[side] = clock(sides[side])[0]
                 ms, whole = timed[0], timed[1]
+                if len(s.compactions) > before:
+                    compactions_ms.append(ms)
                 if i >= warmup:
                     lamina_ms.append(ms)
                     peer_ms.append(whole)
@@ -301,6 +305,8 @@ def agent_loop(
         "trim_ms": trim_med,
         "trim_ratio": lm_med / trim_med,
         "compacting_requests": compacting,
+        "compactions": len(compactions_ms),
+        "compaction_ms": statistics.median(compactions_ms) if compactions_ms else None,
         "decoded_turns": decoded,
     }
 
@@ -387,6 +393,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"trim alone {r['trim_ratio']:.2f}x",
             flush=True,
         )
+        if r["compaction_ms"] is not None:
+            print(
+                f"  {args.budget // 1000}k: the {r['compactions']} requests of the run that "
+                f"compacted (the warm-up's included): median {r['compaction_ms']:.1f} ms",
+                flush=True,
+            )
         return 0
     print(f"python {platform.python_version()} on {platform.machine()}, {sys.platform}")
     who = "a host that built the encoding first" if args.host_encoding else "Lamina alone"

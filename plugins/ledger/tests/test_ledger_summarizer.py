@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from lamina_ledger.summarizer import SUMMARY_KEY, summarize
+from lamina_ledger import summarizer
+from lamina_ledger.summarizer import SUMMARY_KEY, identifiers, summarize
 
 from lamina import Block, Message, Provenance, ToolCallPart, ToolResultPart
 from lamina.testing import StaticProvider, make_assembler
@@ -202,3 +203,54 @@ def test_a_compacted_session_recorded_as_sent_keeps_the_users_goal(tmp_path: Pat
     assert compaction is not None
     assert compaction.summary.splitlines()[0] == f"Goal: {asks[0]}"
     assert "Current time" not in compaction.summary and "Timezone" not in compaction.summary
+
+
+# -- identifiers: searched for on the lines that can hold them ------------------------------
+
+
+def _identifiers_everywhere(text: str, *, numbers: bool) -> list[str]:
+    """``identifiers`` as first written: every pattern over the whole text."""
+    found: list[tuple[int, str]] = []
+    for rx in (summarizer._URL, summarizer._SLASHED, summarizer._PATH):
+        found += [(m.start(), m.group(0).rstrip(".,;:")) for m in rx.finditer(text)]
+    found += [(m.start(1), m.group(1)) for m in summarizer._TICKED.finditer(text)]
+    if numbers:
+        found += [(m.start(), m.group(0).rstrip(",")) for m in summarizer._NUMBER.finditer(text)]
+    out: list[str] = []
+    for _, ident in sorted(found):
+        if ident.lower() in summarizer._NOT_EXT or (len(ident) < 2 and not ident.isdigit()):
+            continue
+        if ident not in out and not any(ident in o for o in out if "/" in o):
+            out.append(ident)
+    return out
+
+
+_PIECES = st.sampled_from(
+    ["a", "Zz", "é", "_", "-", ".", "..", "/", ":", "\n", " ", "\t", "`", ",", "%", "7", "42",
+     "ms", "x", "py", "src/", "./", "https://h.io/p", "e.g", ")", "\r"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=40).map("".join), st.booleans())
+def test_identifiers_searched_line_by_line_are_those_of_the_whole_text(
+    text: str, numbers: bool
+) -> None:
+    assert identifiers(text, numbers=numbers) == _identifiers_everywhere(text, numbers=numbers)
+
+
+def test_identifiers_in_source_code_are_those_of_the_whole_text() -> None:
+    """Python's own modules (code, docstrings, paths, numbers), as tool results show them."""
+    import inspect
+    import json
+    import os.path
+    import pathlib
+    import tarfile
+
+    for module in (inspect, json.decoder, os.path, pathlib, tarfile):
+        source = Path(module.__file__ or "").read_text(encoding="utf-8")
+        for at in range(0, len(source), 4000):
+            head = source[at : at + 4000]
+            for numbers in (True, False):
+                want = _identifiers_everywhere(head, numbers=numbers)
+                assert identifiers(head, numbers=numbers) == want

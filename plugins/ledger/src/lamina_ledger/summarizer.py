@@ -11,7 +11,7 @@ assistant's text) gives identifiers, never the goal or a decision."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from lamina import Block, Summarizer, TextPart, Tokenizer, ToolCallPart, ToolResultPart
 
@@ -35,6 +35,13 @@ _ASK = re.compile(
     r"update|remove|check|find|run|explain|show|create|rename|refactor)\b)",
     re.IGNORECASE,
 )
+#: What every match of each identifier pattern holds: none spans a line, so only the lines
+#: holding it are searched (most lines of code or prose hold no slash, digit or ``a.b``).
+_HINTS = {
+    _SLASHED: re.compile("/"),
+    _PATH: re.compile(r"[\w-]\.[A-Za-z]"),
+    _NUMBER: re.compile(r"\d"),
+}
 _NOT_EXT = {"e.g", "i.e", "etc", "vs"}
 _MAX_ITEM = 240
 #: The most of the first ask the goal keeps (whole sentences, at least one).
@@ -94,14 +101,26 @@ def _goal(sentences: list[str]) -> str | None:
     return _clip(goal)
 
 
+def _on_lines(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``rx``'s matches in ``text``, searched for on the lines that hold its hint only (the
+    same matches: a search bounded to a line still sees the characters around it)."""
+    hint, pos, n = _HINTS[rx], 0, len(text)
+    while pos <= n and (found := hint.search(text, pos)) is not None:
+        start = text.rfind("\n", 0, found.start()) + 1
+        end = text.find("\n", found.end())
+        end = n if end < 0 else end
+        yield from rx.finditer(text, start, end)
+        pos = end + 1
+
+
 def identifiers(text: str, *, numbers: bool) -> list[str]:
     """Exact identifiers in ``text``, in order of appearance, without repeats."""
-    found: list[tuple[int, str]] = []
-    for rx in (_URL, _SLASHED, _PATH):
-        found += [(m.start(), m.group(0).rstrip(".,;:")) for m in rx.finditer(text)]
+    found = [(m.start(), m.group(0).rstrip(".,;:")) for m in _URL.finditer(text)]
+    for rx in (_SLASHED, _PATH):
+        found += [(m.start(), m.group(0).rstrip(".,;:")) for m in _on_lines(rx, text)]
     found += [(m.start(1), m.group(1)) for m in _TICKED.finditer(text)]
     if numbers:
-        found += [(m.start(), m.group(0).rstrip(",")) for m in _NUMBER.finditer(text)]
+        found += [(m.start(), m.group(0).rstrip(",")) for m in _on_lines(_NUMBER, text)]
     out: list[str] = []
     for _, ident in sorted(found):
         if ident.lower() in _NOT_EXT or (len(ident) < 2 and not ident.isdigit()):
