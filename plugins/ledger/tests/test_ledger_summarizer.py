@@ -77,6 +77,16 @@ def test_folds_in_the_previous_summary() -> None:
     assert "- Use SQLite WAL." in text and "docs/plan.md" in text and "tests/test_api.py" in text
 
 
+def test_an_item_seen_again_counts_as_the_newest_and_is_listed_once() -> None:
+    said = [f"Look at pkg/mod{i}.py" for i in range(30)] + ["Look at pkg/mod0.py"]
+    text = summarize([block(i, Message.of("user", t)) for i, t in enumerate(said)], 60, TOK)
+    lines = text.splitlines()
+    idents = lines[lines.index("Identifiers:") + 1]
+    assert idents.count("pkg/mod0.py") == 1
+    assert idents.endswith(", pkg/mod0.py")  # the newest last, and kept when few fit
+    assert "pkg/mod1.py" not in idents
+
+
 @given(
     st.lists(st.text(min_size=0, max_size=300), min_size=1, max_size=12),
     st.integers(min_value=1, max_value=200),

@@ -130,19 +130,22 @@ def identifiers(text: str, *, numbers: bool) -> list[str]:
     return out
 
 
+#: A section's items, oldest first (a dict's keys: moving one to the end is one step).
+Bucket = dict[str, None]
+
+
 class _Notes:
     def __init__(self) -> None:
         self.goal: str | None = None
-        self.decisions: list[str] = []
-        self.asks: list[str] = []
-        self.idents: list[str] = []
-        self.tools: list[str] = []
+        self.decisions: Bucket = {}
+        self.asks: Bucket = {}
+        self.idents: Bucket = {}
+        self.tools: Bucket = {}
 
-    def add(self, bucket: list[str], item: str) -> None:
+    def add(self, bucket: Bucket, item: str) -> None:
         item = _clip(item)
-        if item in bucket:
-            bucket.remove(item)
-        bucket.append(item)  # newest last
+        bucket.pop(item, None)
+        bucket[item] = None  # newest last
 
     def prior(self, text: str) -> None:
         """Fold a previous summary (this summarizer's own layout) back in."""
@@ -163,7 +166,7 @@ class _Notes:
             elif line and not line.startswith("["):
                 self.add(self.decisions, line)
 
-    def _bucket(self, section: str) -> list[str]:
+    def _bucket(self, section: str) -> Bucket:
         return {
             "Decisions": self.decisions,
             "Open asks": self.asks,
