@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from lamina_ledger import summarizer
 from lamina_ledger.summarizer import SUMMARY_KEY, identifiers, summarize
@@ -237,7 +238,7 @@ def _identifiers_everywhere(text: str, *, numbers: bool) -> list[str]:
 
 _PIECES = st.sampled_from(
     ["a", "Zz", "é", "_", "-", ".", "..", "/", ":", "\n", " ", "\t", "`", ",", "%", "7", "42",
-     "ms", "x", "py", "src/", "./", "https://h.io/p", "e.g", ")", "\r"]
+     "ms", "x", "py", "src/", "./", "https://h.io/p", "e.g", ")", "\r", " " * 90, "ab" * 40]
 )  # fmt: skip
 
 
@@ -246,7 +247,20 @@ _PIECES = st.sampled_from(
 def test_identifiers_searched_line_by_line_are_those_of_the_whole_text(
     text: str, numbers: bool
 ) -> None:
+    """Lines longer than ``_MAX_RUN`` (searched run by run) included."""
+    assume(all(len(run) <= summarizer._MAX_RUN for run in summarizer._RUN.findall(text)))
     assert identifiers(text, numbers=numbers) == _identifiers_everywhere(text, numbers=numbers)
+
+
+@pytest.mark.timeout(60)
+def test_a_megabyte_of_path_characters_is_searched_in_linear_time() -> None:
+    """The path patterns try again from each point of a run of path characters (a run
+    costs the square of its length): a run longer than ``_MAX_RUN`` gives no identifier, the
+    others on its line and the runs of shorter lines still do. (Minutes before the bound.)"""
+    hostile = "a." * 500_000 + "/x.py src/app.py " + "a.a/" * 300
+    assert identifiers(hostile, numbers=True) == ["src/app.py"]
+    lines = ("a." * 126 + "a/\n") * 4_000
+    assert identifiers(lines, numbers=False) == _identifiers_everywhere(lines[:300], numbers=False)
 
 
 def test_identifiers_in_source_code_are_those_of_the_whole_text() -> None:

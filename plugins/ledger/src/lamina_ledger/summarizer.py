@@ -42,6 +42,12 @@ _HINTS = {
     _PATH: re.compile(r"[\w-]\.[A-Za-z]"),
     _NUMBER: re.compile(r"\d"),
 }
+#: Characters slashed paths and dotted names are made of, and the longest run of them
+#: searched for one: those patterns try again from each point of a run, so a run costs the
+#: square of its length (a megabyte of ``a.a.a``, minutes). A longer run holds no identifier
+#: here (no path is that long, and an identifier is clipped at ``_MAX_ITEM`` anyway).
+_RUN = re.compile(r"[\w./:-]+")
+_MAX_RUN = 256
 _NOT_EXT = {"e.g", "i.e", "etc", "vs"}
 _MAX_ITEM = 240
 #: The most of the first ask the goal keeps (whole sentences, at least one).
@@ -101,26 +107,35 @@ def _goal(sentences: list[str]) -> str | None:
     return _clip(goal)
 
 
-def _on_lines(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+def _on_lines(rx: re.Pattern[str], text: str, *, runs: bool) -> Iterator[re.Match[str]]:
     """``rx``'s matches in ``text``, searched for on the lines that hold its hint only (the
-    same matches: a search bounded to a line still sees the characters around it)."""
+    same matches: a search bounded to a line still sees the characters around it); with
+    ``runs``, on a line longer than ``_MAX_RUN`` in its runs of path characters no longer
+    than that (``rx`` matches only those characters)."""
     hint, pos, n = _HINTS[rx], 0, len(text)
     while pos <= n and (found := hint.search(text, pos)) is not None:
         start = text.rfind("\n", 0, found.start()) + 1
         end = text.find("\n", found.end())
         end = n if end < 0 else end
-        yield from rx.finditer(text, start, end)
+        if not runs or end - start <= _MAX_RUN:
+            yield from rx.finditer(text, start, end)
+        else:
+            for run in _RUN.finditer(text, start, end):
+                first, last = run.span()
+                if last - first <= _MAX_RUN and hint.search(text, first, last):
+                    yield from rx.finditer(text, first, last)
         pos = end + 1
 
 
 def identifiers(text: str, *, numbers: bool) -> list[str]:
-    """Exact identifiers in ``text``, in order of appearance, without repeats."""
+    """Exact identifiers in ``text``, in order of appearance, without repeats (none from a
+    run of path characters longer than ``_MAX_RUN``)."""
     found = [(m.start(), m.group(0).rstrip(".,;:")) for m in _URL.finditer(text)]
     for rx in (_SLASHED, _PATH):
-        found += [(m.start(), m.group(0).rstrip(".,;:")) for m in _on_lines(rx, text)]
+        found += [(m.start(), m.group(0).rstrip(".,;:")) for m in _on_lines(rx, text, runs=True)]
     found += [(m.start(1), m.group(1)) for m in _TICKED.finditer(text)]
     if numbers:
-        found += [(m.start(), m.group(0).rstrip(",")) for m in _on_lines(_NUMBER, text)]
+        found += [(m.start(), m.group(0).rstrip(",")) for m in _on_lines(_NUMBER, text, runs=False)]
     out: list[str] = []
     for _, ident in sorted(found):
         if ident.lower() in _NOT_EXT or (len(ident) < 2 and not ident.isdigit()):
