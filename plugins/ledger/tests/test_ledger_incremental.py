@@ -226,22 +226,33 @@ def test_the_remembered_history_equals_a_fresh_read_on_postgres(
             assert a.history("s") == b.history("s") == fresh.history("s")
 
 
-def test_a_turns_prefix_entries_are_made_for_its_new_blocks_only(
+def test_a_turns_prefix_entries_are_made_and_compared_for_its_new_blocks_only(
     target: str,
     exchange: Callable[..., list[Message]],
     monkeypatch: pytest.MonkeyPatch,
     ledger_config: Callable[..., dict[str, Any]],
 ) -> None:
     """Recording a turn makes the prefix entries of the report's new chunks only (the rest
-    are the previous report's, made once): over a session, about log2(n) times its blocks
-    in all (chunks merge as the history grows: each block is in about log2(n) of them), not
-    once per turn for every block before.
-    The prefix is the one made afresh."""
+    are the previous report's, made once), and its prefix shares the previous turn's chunks
+    of entries, so finding whether it extends that prefix compares the entries of the
+    chunks that changed only: over a session, each about log2(n) times its blocks in all
+    (chunks merge as the history grows: each block is in about log2(n) of them), not once
+    per turn for every block before. The prefix is the one made afresh."""
     from lamina_ledger import prefix as prefixes
+    from lamina_ledger.stats import turn_report
 
     made: list[int] = []
     grouped = prefixes._grouped
     monkeypatch.setattr(prefixes, "_grouped", lambda run: made.append(len(run)) or grouped(run))
+    looked: list[int] = []
+    same = prefixes._same_chunks
+
+    def counted(old: Any, new: Any) -> int:
+        found = same(old, new)
+        looked.append(len(old) - found)
+        return found
+
+    monkeypatch.setattr(prefixes, "_same_chunks", counted)
     memo = prefixes.EntryMemo()
     a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
     with LedgerSession(a) as s:
@@ -254,44 +265,11 @@ def test_a_turns_prefix_entries_are_made_for_its_new_blocks_only(
             made.pop()  # (the fresh one's)
             s.record_turn(request, exchange(i))
         n = len(ctx.report.blocks)
-    a.close()
-    assert n >= 590
-    assert sum(made) <= 2 * n * math.log2(n), f"{sum(made)} entries made for {n} blocks"
-
-
-def test_recording_a_turn_compares_the_prefix_entries_it_added_only(
-    target: str,
-    exchange: Callable[..., list[Message]],
-    monkeypatch: pytest.MonkeyPatch,
-    ledger_config: Callable[..., dict[str, Any]],
-) -> None:
-    """A recorded turn's prefix shares the previous turn's chunks of entries, so finding
-    whether it extends that prefix compares the entries of the chunks that changed only:
-    over a session, about log2(n) times its blocks in all, not every block on every turn."""
-    from lamina_ledger import prefix as prefixes
-    from lamina_ledger.stats import turn_report
-
-    looked: list[int] = []
-    same = prefixes._same_chunks
-
-    def counted(old: Any, new: Any) -> int:
-        found = same(old, new)
-        looked.append(len(old) - found)
-        return found
-
-    monkeypatch.setattr(prefixes, "_same_chunks", counted)
-    a = make_assembler(ledger_config(target), plugins=[("ledger", plugin)])
-    with LedgerSession(a) as s:
-        s.start("s")
-        for i in range(150):
-            request = a.request(f"q{i}")
-            ctx = s.assemble(request)
-            s.record_turn(request, exchange(i))
-        n = len(ctx.report.blocks)
         busts = [t.cache_bust for t in turn_report(s.ledger, "s").turns]
     a.close()
     assert n >= 590 and len(looked) == 149
     assert busts == [None] * 150  # (each turn's prefix extends the one before)
+    assert sum(made) <= 2 * n * math.log2(n), f"{sum(made)} entries made for {n} blocks"
     assert sum(looked) <= 2 * n * math.log2(n), f"{sum(looked)} entries compared for {n}"
 
 
