@@ -17,9 +17,11 @@ from lamina.builtins.formatters_plugin import (
     render_xml,
 )
 from lamina.formatting import (
+    WRAPPER_TAGS,
     escape_xml_attr,
     escape_xml_text,
     markdown_fence,
+    one_line,
     unescape_xml_text,
     valid_tag_name,
     wrapper_tag_pattern,
@@ -313,3 +315,56 @@ def test_plugin_supplies_three_formatters() -> None:
     assert formatters["xml"].render(b) == "<developer>\nDo X\n</developer>"
     assert formatters["markdown"].render(b) == "```\nDo X\n```"
     assert formatters["plain"].render(b) == "Do X"
+
+
+# -- blanks: one pass, whatever their length ------------------------------------------------
+
+# The patterns as first written: blanks that a failed match gave back one at a time, so a
+# ``<`` or a blank before a long run of blanks cost the square of the run's length.
+_NAMES = "|".join(
+    re.escape(t) for t in sorted(WRAPPER_TAGS | {"memory"}, key=lambda t: (-len(t), t))
+)
+_TAG_BEFORE = rf"\s*/?\s*(?:{_NAMES})(?![\w.:-])"
+_ESCAPE_BEFORE = re.compile(rf"<(?={_TAG_BEFORE})|&(?=(?:amp;)*lt;{_TAG_BEFORE})", re.IGNORECASE)
+_UNESCAPE_BEFORE = re.compile(rf"&lt;(?={_TAG_BEFORE})|&amp;(?=(?:amp;)*lt;{_TAG_BEFORE})", re.I)
+_LINE_BREAKS_BEFORE = re.compile(r"\s*[\r\n]+\s*")
+blank_text = st.lists(
+    st.sampled_from(
+        [" ", "  ", "\t", "\n", "\r", "\r\n", "\u2028", "\x0b", "/", "<", "&lt;", "< /", "/ \t"]
+    )
+    | wrapper_text,
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(blank_text)
+def test_blanks_are_matched_as_the_patterns_first_written_matched_them(s: str) -> None:
+    escaped = escape_xml_text(s, ("memory",))
+    assert escaped == _ESCAPE_BEFORE.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", s)
+    unescaped = unescape_xml_text(s, ("memory",))
+    before = _UNESCAPE_BEFORE.sub(lambda m: "<" if m.group().casefold() == "&lt;" else "&", s)
+    assert unescaped == before
+    assert one_line(s) == _LINE_BREAKS_BEFORE.sub(" ", s).strip()
+    found = WRAPPER_LIKE.search(s)
+    first = re.search(rf"<{_TAG_BEFORE}", s, re.IGNORECASE)
+    assert (found and found.span()) == (first and first.span())
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<" + " " * 1_000_000 + "x",
+        "&lt;" + " " * 1_000_000 + "/" + "\t" * 1_000_000 + "x",
+        " " * 1_000_000 + "x",
+        ("< " * 100 + "\n" + " " * 1000) * 1_000,
+    ],
+    ids=["lt-then-blanks", "escaped-lt-then-blanks", "blanks", "mixed"],
+)
+def test_a_megabyte_of_blanks_is_escaped_and_collapsed_in_one_pass(text: str) -> None:
+    """Content a tool returns (a padded table, a blank log): escaping it for its wrapper and
+    collapsing a title's line breaks took hours for a megabyte (the square of the run)."""
+    assert unescape_xml_text(escape_xml_text(text)) == text
+    assert "\n" not in one_line(text)
+    assert WRAPPER_LIKE.search(text) is None

@@ -26,7 +26,9 @@ _ATTR_ESCAPES = {
 _ATTR_SPECIAL = re.compile('[&<>"\n\r\t]')
 _TAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _BACKTICK_RUN = re.compile(r"`+")
-_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+# A run of blanks holding a line break, matched from its start only (never from inside a
+# run, and with nothing to give back), so a megabyte of blanks is one pass, not its square.
+_LINE_BREAKS = re.compile(r"(?<!\s)[^\S\r\n]*+[\r\n]\s*")
 
 
 def _wrapper_names(tags: Iterable[str]) -> str:
@@ -34,12 +36,19 @@ def _wrapper_names(tags: Iterable[str]) -> str:
     return "|".join(re.escape(t) for t in names)
 
 
+def _tag(tags: Iterable[str]) -> str:
+    """A wrapper tag's name after its ``<``: blanks and a ``/`` allowed first. The blanks are
+    taken whole, never given back (giving some back cannot match otherwise, and retrying
+    each split made a ``<`` before a megabyte of blanks cost the square of its length)."""
+    return rf"\s*+/?\s*+(?:{_wrapper_names(tags)}){_NAME_END}"
+
+
 @cache
 def _patterns(tags: frozenset[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(escape, unescape) patterns for these wrapper tags (memoized: few distinct sets)."""
     # ``<`` (or an escaped one, ``&lt;`` behind any number of ``amp;``) that starts an opening
     # or closing wrapper tag, blanks allowed where a reader might still see one.
-    tag = rf"\s*/?\s*(?:{_wrapper_names(tags)}){_NAME_END}"
+    tag = _tag(tags)
     escape = re.compile(rf"<(?={tag})|&(?=(?:amp;)*lt;{tag})", re.IGNORECASE)
     unescape = re.compile(rf"&lt;(?={tag})|&amp;(?=(?:amp;)*lt;{tag})", re.IGNORECASE)
     return escape, unescape
@@ -64,7 +73,7 @@ def unescape_xml_text(s: str, tags: Iterable[str] = ()) -> str:
 
 def wrapper_tag_pattern(tags: Iterable[str] = ()) -> re.Pattern[str]:
     """What ``escape_xml_text`` never lets through: a ``<`` opening or closing a wrapper tag."""
-    return re.compile(rf"<\s*/?\s*(?:{_wrapper_names(tags)}){_NAME_END}", re.IGNORECASE)
+    return re.compile(rf"<{_tag(tags)}", re.IGNORECASE)
 
 
 def escape_xml_attr(s: str) -> str:
