@@ -3,10 +3,14 @@ shape what runs, and masking is idempotent and leaves no secret behind."""
 
 from __future__ import annotations
 
+import re
+
+import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from lamina_redaction import BUILTIN_KINDS, Settings
+from lamina_redaction.detectors import BUILTIN, SECRET_KEYS, Detector, Redactor
 
 REDACT = Settings().redactor()
 
@@ -156,3 +160,66 @@ def test_no_secret_survives_and_masking_is_idempotent(pairs, tail):
 def test_every_builtin_kind_is_covered_by_a_case():
     covered = {kind for _, expected in CASES for kind in BUILTIN_KINDS if f":{kind}]" in expected}
     assert covered == set(BUILTIN_KINDS)
+
+
+# -- runs of key and scheme characters: looked at once ------------------------------------------
+
+
+def _as_first_written() -> Redactor:
+    """The built-in redactor with its two patterns as first written: searched from every
+    point of a run of key or scheme characters (quadratic in the run)."""
+    words = "|".join(SECRET_KEYS)
+    credential = Detector(
+        kind="credential",
+        pattern=re.compile(
+            rf"""(?<![A-Za-z0-9])[A-Za-z0-9_.-]*?(?i:{words})["']?[ \t]*(?::=|=>|=|:)[ \t]*"""
+            r"""(?:"(?P<dq>[^"\n]+)"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s"'`,;()\[\]{}<>]{4,}))"""
+        ),
+        group="value",
+    )
+    url = Detector(
+        kind="url-password",
+        pattern=re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s/@]+)@"),
+        group="secret",
+    )
+    detectors = tuple(url if d.kind == "url-password" else d for d in BUILTIN)
+    return attrs.evolve(REDACT, detectors=(*detectors, credential))
+
+
+# Runs of key and scheme characters, each followed by what may end a key or a scheme.
+RUNS = st.lists(
+    st.tuples(
+        st.text(st.sampled_from("aZ1_.-+"), max_size=8),
+        st.sampled_from(
+            [
+                "://u:pw@h",
+                "://x@y",
+                "token=abcd1",
+                "_PASSWORD='s3cr3t'",
+                "api-key: hunter22",
+                "secret:=xyzw1",
+                "Bearer ",
+                ":",
+                "=",
+                " ",
+                "\n",
+                "",
+                '"',
+            ]
+        ),
+    ),
+    max_size=8,
+).map(lambda runs: "".join(run + end for run, end in runs))
+
+
+@settings(max_examples=500, deadline=None)
+@given(RUNS)
+def test_runs_are_searched_once_with_the_same_finds(text):
+    assert REDACT.find(text) == _as_first_written().find(text)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text", ["a." * 500_000, "a-" * 500_000, "a.a+" * 250_000 + "://u:p@h"])
+def test_a_megabyte_of_key_characters_is_searched_in_linear_time(text):
+    """Minified code, a long dotted name: hours before, a run at a time now."""
+    assert [kind for *_, kind in REDACT.find(text)] == (["url-password"] if "@" in text else [])
