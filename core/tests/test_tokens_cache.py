@@ -128,3 +128,26 @@ def test_the_default_place_follows_the_platform(
     assert cache_dir() == tmp_path / "lamina"
     monkeypatch.setattr(lamina.encodings.sys, "platform", "darwin")
     assert cache_dir() == Path.home() / "Library" / "Caches" / "lamina"
+
+
+def test_a_process_without_a_home_counts_without_a_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service run as a user with no home (no ``HOME``, no password entry) still counts;
+    ``XDG_CACHE_HOME`` is used when set, and no home means no cache, not an error."""
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("LAMINA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(lamina.encodings.sys, "platform", "linux")
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "lamina"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache_dir() is None
+    load_encoding.cache_clear()
+    try:
+        assert load_encoding("o200k_base").encode_ordinary("hello world") == [24912, 2375]
+    finally:
+        load_encoding.cache_clear()

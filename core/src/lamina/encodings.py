@@ -133,18 +133,23 @@ _SEP = b"\xff\xfe"
 
 def cache_dir() -> Path | None:
     """Where Lamina caches derived data: ``LAMINA_CACHE_DIR`` (empty: no cache), else the
-    platform's user cache directory."""
+    platform's user cache directory; ``None`` (no cache) when that needs a home directory
+    and the process has none (a service user with no ``HOME`` and no password entry)."""
     explicit = os.environ.get("LAMINA_CACHE_DIR")
     if explicit is not None:
         return Path(explicit) if explicit else None
-    home = Path.home()
+    given = os.environ.get("LOCALAPPDATA" if sys.platform == "win32" else "XDG_CACHE_HOME")
+    if given and sys.platform != "darwin":
+        return Path(given) / "lamina"
+    try:
+        home = Path.home()
+    except RuntimeError:
+        return None
     if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = home / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
-    return base / "lamina"
+        return home / "AppData" / "Local" / "lamina"
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "lamina"
+    return home / ".cache" / "lamina"
 
 
 def _cache_path(name: str) -> Path | None:
