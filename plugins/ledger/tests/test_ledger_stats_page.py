@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from lamina_ledger.cli import ledger_group
 from lamina_ledger.ledger import Ledger
-from lamina_ledger.prefix import compare, prefix_of
+from lamina_ledger.prefix import compare, prefix_from
 from lamina_ledger.session import LedgerSession
 from lamina_ledger.stats import report_data, turn_report
 from lamina_ledger.stats_page import SERIES, render_stats_html
@@ -58,7 +58,7 @@ class ProviderCache:
         self.last: tuple[tuple[str, str, int], ...] = ()
 
     def usage(self, ctx: AssembledContext, n: int) -> Usage:
-        prefix = prefix_of(ctx)
+        prefix = prefix_from(ctx.report, ctx.tools)
         assert prefix is not None
         shared, _ = compare(self.last, prefix.blocks)
         cached = min(prefix.tokens, sum(tokens for _, _, tokens in prefix.blocks[:shared]))

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lamina_ledger.ledger import Ledger
-from lamina_ledger.prefix import Bust, Prefix, compare, prefix_of
+from lamina_ledger.prefix import Bust, Prefix, compare, prefix_from
 from lamina_ledger.pricing import cost, prices
 from lamina_ledger.session import LedgerSession
 from lamina_ledger.stats import report_data, turn_report
@@ -183,7 +183,7 @@ def test_a_turn_recorded_with_its_context_uses_that_prefix_and_tools_count(
         s.record_turn(second, exchange(1))
         report = turn_report(s.ledger, "s")
     assert report.turns[1].cache_bust == Bust(block="(tools)", change="added")
-    prefix = prefix_of(second)
+    prefix = prefix_from(second.report, second.tools)
     assert prefix is not None and prefix.blocks[0][0] == "(tools)"
 
 

@@ -63,11 +63,6 @@ def _short(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:SHORT]
 
 
-def prefix_of(ctx: AssembledContext) -> Prefix | None:
-    """The stable prefix of an assembled context (``None`` when its report has none)."""
-    return prefix_from(ctx.report, ctx.tools)
-
-
 #: A run of a report's blocks made into entries, by placement (the prefix's only).
 Grouped = dict[str, tuple[Entry, ...]]
 
