@@ -13,7 +13,7 @@ import pytest
 
 import lamina.encodings
 import lamina.small_counter
-import lamina.tokens
+import lamina.tokenizers
 from lamina.encodings import load_encoding
 from lamina.small_counter import TABLE_HASHES, load_small, proven_versions, table_bytes
 from lamina.tokens import SMALL_UNTIL, TiktokenTokenizer
@@ -31,7 +31,7 @@ TEXT = "Small counts, same tokens: naïve café 日本語 🦜 <|endoftext|> it'
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty cache directory, and no counter or encoding loaded yet in this process."""
     monkeypatch.setenv("LAMINA_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(lamina.tokens, "_BUILT", set())
+    monkeypatch.setattr(lamina.tokenizers, "_BUILT", set())
     load_small.cache_clear()
     load_encoding.cache_clear()
     yield tmp_path
@@ -76,7 +76,7 @@ def test_an_encoding_the_host_built_is_counted_with_at_once(
     count, not the slower small-text counter."""
     built: set[str] = set()
     monkeypatch.setattr(lamina.encodings, "BUILT", built)
-    monkeypatch.setattr(lamina.tokens, "_BUILT", built)
+    monkeypatch.setattr(lamina.tokenizers, "_BUILT", built)
     assert not TiktokenTokenizer("o200k_base").built
     before = TiktokenTokenizer("o200k_base")
     assert before.count(TEXT) == _expected("o200k_base", TEXT) and not before.built

@@ -7,7 +7,6 @@ the guesses do not settle, keeps that to a few counts and never more than O(log 
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Sequence
 
 from lamina.records import Tokenizer
@@ -70,8 +69,12 @@ def _fit(
 
 
 def _first_cut(bounds: Sequence[int]) -> int:
-    """Index of the first token starting after offset 0: the fewest tokens a prefix can keep."""
-    return bisect.bisect_right(bounds, 0)
+    """Index of the first token starting after offset 0: the fewest tokens a prefix can keep
+    (looked for from the start: a long text's offsets are computed as they are read)."""
+    first = 0
+    while first < len(bounds) and bounds[first] <= 0:
+        first += 1
+    return first
 
 
 def truncate_never(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:

@@ -321,7 +321,7 @@ class Assembler:
         summarizer = self.summarizer() if cfg.fit.summarizer is not None else None
         minimum = cfg.fit.minimum_recent
         return Fitter(
-            tokenizer=measurer.counter.checked,
+            tokenizer=measurer.counter,
             measurer=measurer,
             truncators=self._truncators,
             strategy=strategy,

@@ -140,7 +140,7 @@ def stub_text(
 
 def cap_tool_results(state: InFlight, measurer: Measurer, config: ToolResultsConfig) -> None:
     """Cut every history tool result over its cap to head + marker + tail, in place."""
-    tokenizer = measurer.counter.tokenizer
+    tokenizer = measurer.counter
     names = {
         part.id: part.name
         for item in state.items
