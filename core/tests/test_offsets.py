@@ -19,7 +19,8 @@ import lamina.tokenizers
 from lamina import Block, ToolCallPart, ToolResultPart
 from lamina.offsets import LongTexts, Offsets
 from lamina.testing import StaticProvider, make_assembler
-from lamina.tokens import TiktokenTokenizer
+from lamina.tokens import EstimateTokenizer, TiktokenTokenizer
+from lamina.truncation import truncate_middle
 
 #: Text with one-, two-, three- and four-byte characters, blank runs and a lone surrogate.
 PIECES = ["word ", "naïve ", "日本語", "🦜", "\n\n", "   ", "\t", "x" * 40, "\ud800", "é"]
@@ -196,3 +197,14 @@ def test_a_capped_tool_result_is_not_tokenized_again_on_the_next_request(
     capped = [(b.id, b.tokens) for b in first.report.blocks if b.status == "truncated"]
     assert capped == [(b.id, b.tokens) for b in again.report.blocks if b.status == "truncated"]
     assert capped and whole == ["count", "offsets"] and len(whole) == tokenized
+
+
+def test_an_estimate_gives_a_long_text_its_offsets_without_listing_them() -> None:
+    tok = EstimateTokenizer(chars_per_token=4)
+    text = "0123456789" * 20_000
+    offsets = tok.boundaries(text)
+    assert isinstance(offsets, range) and list(offsets) == list(range(0, len(text), 4))
+    assert tok.boundaries("short text") == [0, 4, 8]
+    cut = truncate_middle(text, 1_000, tok)
+    assert cut is not None and tok.count(cut) <= 1_000
+    assert cut.startswith(text[:1_000]) and cut.endswith(text[-1_000:])

@@ -261,6 +261,8 @@ class EstimateTokenizer:
         """``ceil(len(text) / chars_per_token)``."""
         return math.ceil(len(text) / self.chars_per_token)
 
-    def boundaries(self, text: str) -> list[int]:
-        """Every ``chars_per_token``-th character offset."""
-        return list(range(0, len(text), self.chars_per_token))
+    def boundaries(self, text: str) -> Sequence[int]:
+        """Every ``chars_per_token``-th character offset (as a ``range`` for a text of
+        ``LONG_TEXT`` characters or more, which costs nothing to make)."""
+        offsets = range(0, len(text), self.chars_per_token)
+        return offsets if len(text) >= LONG_TEXT else list(offsets)
