@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lamina.tokenizers
+import lamina.tokens
 from lamina import Block, ToolCallPart, ToolResultPart
 from lamina.offsets import LongTexts, Offsets
 from lamina.testing import StaticProvider, make_assembler
@@ -190,13 +191,19 @@ def test_a_capped_tool_result_is_not_tokenized_again_on_the_next_request(
         ),
     ]
     whole = spy_whole(monkeypatch, len(log))
+    digested: list[int] = []  # the memo's keys made of the whole result (sha256 of 2 MB)
+    key = lamina.tokens._key
+    monkeypatch.setattr(
+        lamina.tokens, "_key", lambda text: digested.append(len(text) >= len(log)) or key(text)
+    )
     with make_assembler({"model": "gpt-4o"}, plugins=[("s", StaticProvider(blocks))]) as a:
         first = a.assemble(a.request("what did it say?", max_tokens=16_000))
-        tokenized = len(whole)
+        tokenized, digests = len(whole), digested.count(True)
         again = a.assemble(a.request("and after that?", max_tokens=16_000))
     capped = [(b.id, b.tokens) for b in first.report.blocks if b.status == "truncated"]
     assert capped == [(b.id, b.tokens) for b in again.report.blocks if b.status == "truncated"]
     assert capped and whole == ["count", "offsets"] and len(whole) == tokenized
+    assert digested.count(True) == digests  # its count is found by the block's hash
 
 
 def test_an_estimate_gives_a_long_text_its_offsets_without_listing_them() -> None:

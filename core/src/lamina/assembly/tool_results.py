@@ -15,6 +15,7 @@ history gives the same bytes every turn and the cache prefix survives.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import TYPE_CHECKING
 
 from attrs import evolve
@@ -162,7 +163,11 @@ def cap_tool_results(state: InFlight, measurer: Measurer, config: ToolResultsCon
                 continue
             tool = names.get(part.call_id, "tool")
             cap = config.per_tool.get(tool, default)
-            total = measurer.counter.count(part.content)
+            # Memoized under the block's hash: a big result is not digested again each request.
+            total = measurer.counter.remember(
+                f"result:{n}:{item.block.hash}",
+                partial(measurer.counter.count, part.content),
+            )
             if total <= cap:
                 continue
             text = _head_and_tail(part.content, cap, total, tool, part.call_id, tokenizer, config)
