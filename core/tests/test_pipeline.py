@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lamina
-from lamina import Block, BudgetError, ProviderError, Tool
+from lamina import Block, BudgetError, ConfigError, ProviderError, Tool
 from lamina.assembly.state import milliseconds
 from lamina.serde import to_json, unstructure
 from lamina.testing import StaticProvider, make_assembler
@@ -324,6 +324,33 @@ def test_optional_provider_failure_is_a_warning_required_is_an_error():
         {"model": "gpt-4o"}, plugins=[("flaky", StaticProvider(boom, name="flaky", required=True))]
     )
     with pytest.raises(ProviderError, match="flaky.*database is down"):
+        a.assemble(a.request("q"))
+
+
+def test_a_required_providers_own_error_names_its_plugin():
+    """A required provider's ``LaminaError`` (a malformed file it reads, say) stops the
+    assembly as it is, with the plugin that raised it named: in the message and in
+    ``exc.plugin``. An error that already names a plugin keeps it."""
+
+    def malformed(ctx):
+        raise ConfigError("not valid YAML", file="rules.yml", key="rules")
+
+    def named(ctx):
+        exc = ConfigError("no rules", file="rules.yml")
+        exc.plugin = "elsewhere"
+        raise exc
+
+    a = make_assembler(
+        {"model": "gpt-4o"}, plugins=[("rules", StaticProvider(malformed, required=True))]
+    )
+    with pytest.raises(ConfigError) as info:
+        a.assemble(a.request("q"))
+    assert info.value.plugin == "rules" and info.value.key == "rules"
+    assert str(info.value) == "plugin 'rules': rules.yml, key rules: not valid YAML"
+    a = make_assembler(
+        {"model": "gpt-4o"}, plugins=[("rules", StaticProvider(named, required=True))]
+    )
+    with pytest.raises(ConfigError, match="^plugin 'elsewhere': rules.yml: no rules$"):
         a.assemble(a.request("q"))
 
 

@@ -20,6 +20,7 @@ from lamina import (
     AgentResult,
     Block,
     CompactionOutcome,
+    ConfigError,
     Message,
     SessionStats,
     SessionStore,
@@ -241,6 +242,17 @@ def test_a_failing_required_provider_is_a_500_naming_the_plugin():
         problem = assert_problem(c.post("/v1/assemble", json={"message": "hi"}), 500, "provider")
     assert problem["plugin"] == "broken" and "disk on fire" in problem["detail"]
     assert "Traceback" not in problem["detail"]
+
+
+def test_a_required_providers_config_error_names_the_plugin():
+    def malformed(_ctx: Any) -> list[Block]:
+        raise ConfigError("not valid YAML", file="rules.yml")
+
+    broken = StaticProvider(malformed, name="rules", required=True)
+    with TestClient(create_app(service(None, ("rules", broken))), base_url=BASE) as c:
+        problem = assert_problem(c.post("/v1/assemble", json={"message": "hi"}), 400, "config")
+    assert problem["plugin"] == "rules" and problem["file"] == "rules.yml"
+    assert problem["detail"] == "plugin 'rules': rules.yml: not valid YAML"
 
 
 def test_a_failing_store_is_a_500_naming_the_store_plugin():

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 
 class LaminaError(Exception):
-    """Base of every error Lamina raises on purpose."""
+    """Base of every error Lamina raises on purpose. ``plugin``: the plugin whose call raised
+    it, when known (the kernel sets it on a required provider's error); its message then
+    starts with ``plugin 'NAME': ``."""
 
     #: Exit status the CLI uses for this kind of error.
     exit_code = 1
+    plugin: str | None = None
+
+    def __str__(self) -> str:
+        said = super().__str__()
+        if self.plugin is None or said.startswith(f"plugin {self.plugin!r}"):
+            return said
+        return f"plugin {self.plugin!r}: {said}"
 
 
 class ConfigError(LaminaError, ValueError):

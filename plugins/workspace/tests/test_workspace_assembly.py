@@ -363,7 +363,7 @@ def test_partial_read_is_reported_as_truncated(workspace, assembler, config_for,
     assert entry.reason == "1 line over max_lines 3 cut"
 
 
-def test_malformed_manifest_fails_the_assembly_with_line_and_key(
+def test_malformed_manifest_fails_the_assembly_with_plugin_line_and_key(
     workspace, assembler, config_for, write
 ):
     write(workspace, "working-set.yml", "files:\n  - path: a.md\n    role: boss\n")
@@ -372,9 +372,10 @@ def test_malformed_manifest_fails_the_assembly_with_line_and_key(
         a.assemble(a.request("go"))
     except Exception as exc:
         assert str(exc) == (
-            "working-set.yml:3, key files[0].role: expected one of system, developer, user, "
-            "context, got 'boss'"
+            "plugin 'workspace': working-set.yml:3, key files[0].role: expected one of system, "
+            "developer, user, context, got 'boss'"
         )
+        assert getattr(exc, "plugin", None) == "workspace"
     else:
         raise AssertionError("expected an error")
 

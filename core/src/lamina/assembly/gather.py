@@ -121,6 +121,8 @@ class Gatherer:
                 continue
             except Exception as exc:
                 if isinstance(exc, LaminaError) and provider.required:
+                    if exc.plugin is None:  # the error says whose it is
+                        exc.plugin = item.plugin
                     raise
                 _failed(item, f"raised {type(exc).__name__}: {exc}", exc, state.warnings)
                 continue

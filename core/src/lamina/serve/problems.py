@@ -43,7 +43,15 @@ def from_exception(exc: BaseException, *, plugin: str | None = None) -> Problem:
             file=exc.file,
         )
     if isinstance(exc, ConfigError):
-        return problem(400, "config", "Bad request or config", str(exc), key=exc.key, file=exc.file)
+        return problem(
+            400,
+            "config",
+            "Bad request or config",
+            str(exc),
+            key=exc.key,
+            file=exc.file,
+            plugin=exc.plugin,
+        )
     if isinstance(exc, BudgetError):
         return problem(
             422,

@@ -181,10 +181,14 @@ def lamina_wrap_assembly(call: AssemblyCall) -> Generator[None, Any, AssembledCo
     if not isinstance(settings, Settings) or settings.working_set is None:
         result: AssembledContext = yield
         return result
-    ws = workspace_of(config, settings)
-    loop = TurnLoop(ws, settings.orchestrator) if settings.orchestrator.enabled else None
-    before = loop.before(call.request) if loop else TurnUpdates()
-    manifest = read_manifest(ws.root, ws.manifest)
+    try:
+        ws = workspace_of(config, settings)
+        loop = TurnLoop(ws, settings.orchestrator) if settings.orchestrator.enabled else None
+        before = loop.before(call.request) if loop else TurnUpdates()
+        manifest = read_manifest(ws.root, ws.manifest)
+    except lamina.LaminaError as exc:  # a malformed manifest: the error says whose it is
+        exc.plugin = exc.plugin or NAME
+        raise
     request = call.request
     cap = manifest.budget.effective if manifest.budget else None
     limit = cap or request.max_tokens or config.budget.max_tokens
