@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import lamina.tokenizers
 import lamina.tokens
-from lamina import Block, ToolCallPart, ToolResultPart
 from lamina.offsets import LongTexts, Offsets
 from lamina.testing import StaticProvider, make_assembler
+from lamina.testing.history import tool_turn
 from lamina.tokens import EstimateTokenizer, TiktokenTokenizer
 from lamina.truncation import truncate_middle
 
@@ -173,23 +173,7 @@ def test_a_capped_tool_result_is_not_tokenized_again_on_the_next_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     log = "line of a long log with a number 12345 in it\n" * 40_000
-    blocks = [
-        Block.text("u", "session", "read the log", role="user", group="t"),
-        Block(
-            id="call",
-            layer="session",
-            role="assistant",
-            group="t",
-            content=(ToolCallPart(id="c1", name="read", arguments={}),),
-        ),
-        Block(
-            id="result",
-            layer="session",
-            role="tool",
-            group="t",
-            content=(ToolResultPart(call_id="c1", content=log),),
-        ),
-    ]
+    blocks = tool_turn(1, "read the log", log)
     whole = spy_whole(monkeypatch, len(log))
     digested: list[int] = []  # the memo's keys made of the whole result (sha256 of 2 MB)
     key = lamina.tokens._key
