@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import lamina.tokenizers
 import lamina.tokens
+from lamina.adapters import CalibratedEstimate
 from lamina.offsets import LongTexts, Offsets
 from lamina.testing import StaticProvider, make_assembler
 from lamina.testing.history import tool_turn
@@ -199,3 +200,6 @@ def test_an_estimate_gives_a_long_text_its_offsets_without_listing_them() -> Non
     cut = truncate_middle(text, 1_000, tok)
     assert cut is not None and tok.count(cut) <= 1_000
     assert cut.startswith(text[:1_000]) and cut.endswith(text[-1_000:])
+    calibrated = CalibratedEstimate(chars_per_token=4.0)
+    assert calibrated.boundaries(text) == range(0, len(text), 4)
+    assert calibrated.boundaries("short text") == [0, 4, 8]

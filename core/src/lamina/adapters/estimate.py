@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from attrs import define, field, validators
 
 from lamina.model import AssembledContext, Usage
+from lamina.tokenizers import LONG_TEXT
 
 
 @define
@@ -33,9 +35,12 @@ class CalibratedEstimate:
     def count(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token * self.factor)
 
-    def boundaries(self, text: str) -> list[int]:
+    def boundaries(self, text: str) -> Sequence[int]:
+        """Every ``chars_per_token * factor``-th offset (a ``range`` for a long text, as
+        ``EstimateTokenizer`` gives)."""
         step = max(1, round(self.chars_per_token * self.factor))
-        return list(range(0, len(text), step))
+        offsets = range(0, len(text), step)
+        return offsets if len(text) >= LONG_TEXT else list(offsets)
 
     def observe(self, estimated: int, reported: int) -> float:
         """Calibrate from one request: ``estimated`` input tokens (the context's budget total)
