@@ -3,13 +3,13 @@ request) and the tools the caller may have, with what their definitions cost."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+import operator
 from datetime import datetime
 
 from attrs import evolve
 
 from lamina.assembly.state import InFlight, ResolvedModel
+from lamina.assembly.tool_json import counted_json
 from lamina.call import Overrides
 from lamina.config import LaminaConfig, reserves
 from lamina.errors import ConfigError
@@ -33,6 +33,7 @@ def plan(
     if revision != model.revision[0]:  # its counts changed: forget the memoized ones
         model.revision[0] = revision
         counter.clear()
+        model.tool_costs.clear()
     warnings = []
     if info.assumed:
         warnings.append(
@@ -93,20 +94,21 @@ def _budget(
         ) from exc
 
 
-def tool_tokens(model: ResolvedModel, tools: Sequence[Tool]) -> int:
+def tool_tokens(model: ResolvedModel, tools: tuple[Tool, ...]) -> int:
     """What the tool definitions cost: the provider's own count when the model info has one,
-    else each tool's JSON (name, description, input schema)."""
+    else each tool's JSON (name, description, input schema). Kept for the same tool objects
+    (a host passes the same tools each request), until the tokenizer's counts change."""
     if not tools:
         return 0
+    key = tuple(map(id, tools))
+    found = model.tool_costs.get(key)
+    if found is not None and all(map(operator.is_, found[0], tools)):
+        return found[1]
     if model.info.tool_tokens is not None:
-        return model.info.tool_tokens(tools, model.tokenizer)
-    return sum(
-        model.counter.count(
-            json.dumps(
-                {"name": t.name, "description": t.description, "input_schema": t.input_schema},
-                sort_keys=True,
-                ensure_ascii=False,
-            )
-        )
-        for t in tools
-    )
+        cost = model.info.tool_tokens(tools, model.tokenizer)
+    else:
+        cost = sum(model.counter.count(counted_json(t)) for t in tools)
+    if len(model.tool_costs) >= 64:
+        model.tool_costs.clear()
+    model.tool_costs[key] = (tools, cost)  # the tools kept alive, so their ids stay theirs
+    return cost

@@ -4,14 +4,13 @@ context itself."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import ORIGINAL, TOKENS, Cut, InFlight, Item, order_key
+from lamina.assembly.tool_json import with_tools
 from lamina.model.chunked import Chunked
 from lamina.model.context import AssembledContext
 from lamina.model.event_context import merge_context_json
@@ -23,9 +22,7 @@ from lamina.model.report import (
     StablePrefix,
     TokenizerReport,
 )
-from lamina.model.request import Tool
 from lamina.records import Exclusion
-from lamina.serde import unstructure
 
 
 def report(state: InFlight, rules: Rules, after_history_tokens: int) -> AssembledContext:
@@ -54,7 +51,7 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
         ),
         stable_prefix=StablePrefix(
             tokens=used.system_prompt + used.history - after_history_tokens,
-            sha256=_with_tools(out.prefix_sha256, state.tools),
+            sha256=with_tools(out.prefix_sha256, state.tools),
         ),
         strategy=state.strategy,
         history_source=state.history_source,
@@ -221,14 +218,6 @@ def _layer_reports(
             )
         )
     return tuple(out)
-
-
-def _with_tools(prefix_sha256: str, tools: Sequence[Tool]) -> str:
-    """The stable prefix's hash, covering the tool definitions sent with it (if any)."""
-    if not tools:
-        return prefix_sha256
-    definitions = json.dumps([unstructure(t) for t in tools], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(f"{definitions}\x00{prefix_sha256}".encode()).hexdigest()
 
 
 def _system_context_json(state: InFlight) -> dict[str, Any]:

@@ -41,6 +41,8 @@ class ResolvedModel:
     revision: list[Any] = field(factory=lambda: [None])
     #: Budgets planned for this model, by reserve override and cap (see ``plan``).
     budgets: dict[tuple[int | None, int | None], TokenBudget] = field(factory=dict)
+    #: What the tools offered cost, by the ids of the tool objects (kept with them; ``plan``).
+    tool_costs: dict[tuple[int, ...], tuple[tuple[Tool, ...], int]] = field(factory=dict)
 
 
 @define(kw_only=True, eq=False)
