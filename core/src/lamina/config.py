@@ -161,7 +161,9 @@ def _unique_block_ids(_inst: object, _attr: object, blocks: tuple[StaticBlockCon
 class ToolResultsConfig:
     """Caps on single tool results, applied before anything else is cut (inside protected
     turns too): a result over its cap keeps its head and tail around ``marker``. The cap is
-    ``per_tool[name]``, else ``max_tokens``, else ``share`` of the available budget.
+    ``per_tool[name]``, else ``max_tokens``, else ``share`` of the available budget. A call
+    whose arguments are over its tool's cap has its longest strings cut around
+    ``call_marker`` (``lamina.assembly.call_caps``).
 
     Context editing: with ``stub_after = N`` (0: off), a result over ``stub_over`` tokens in
     a history turn older than the newest N is replaced by the one line ``stub``. Results
@@ -176,6 +178,10 @@ class ToolResultsConfig:
             "\n[… {omitted} of {total} tokens of this {tool} result left out; call the tool "
             "again with a narrower request to see them …]\n"
         ),
+        validator=_template("omitted", "total", "tool", "call_id"),
+    )
+    call_marker: str = field(
+        default="[… {omitted} of {total} tokens of this {tool} call's arguments left out …]",
         validator=_template("omitted", "total", "tool", "call_id"),
     )
     stub_after: int = field(default=0, validator=validators.ge(0))

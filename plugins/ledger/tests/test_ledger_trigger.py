@@ -15,7 +15,14 @@ import pytest
 from lamina_ledger.locks import SessionLocks
 from lamina_ledger.session import LedgerSession
 
-from lamina import AssembledContext, Assembler, Message, SerdeError, ToolResultPart
+from lamina import (
+    AssembledContext,
+    Assembler,
+    Message,
+    SerdeError,
+    ToolCallPart,
+    ToolResultPart,
+)
 from lamina.testing import make_assembler
 from lamina.testing.history import words
 
@@ -172,6 +179,39 @@ def test_a_huge_result_arriving_mid_session_does_not_make_it_compact(
         assert s.compactions == []
         assert [b.strategy for b in ctx.report.blocks if b.strategy] == ["tool_result_cap"]
         assert ctx.token_budget.used.total <= 20_000
+
+
+def test_a_huge_tool_call_neither_stops_the_session_nor_makes_it_compact(
+    tmp_path: Path, exchange: Callable[..., list[Message]]
+) -> None:
+    """An agent writes a whole file through a call (52,000 tokens of arguments, more than
+    the budget): every next request is capped and fits, with no compaction; the ledger keeps
+    the whole call. (It was a ``BudgetError`` until the turn left the protected ones.)"""
+    a = assembler(str(tmp_path / "l.db"), 20_000)
+    with LedgerSession(a) as s:
+        s.start("s")
+        run(s, lambda i: exchange(i, "lorem ipsum ", size=20), 6)
+        call = ToolCallPart(id="w1", name="write_file", arguments={"path": "a.md", "text": HUGE})
+        written = [
+            Message.of("user", "write it"),
+            Message(role="assistant", content=(call,)),
+            Message(role="tool", content=(ToolResultPart(call_id="w1", content="written"),)),
+        ]
+        s.record_turn(a.request("write it"), written)
+        for i in range(3):
+            ctx = s.assemble(a.request(f"and now? {i}"))
+            assert [b.strategy for b in ctx.report.blocks if b.strategy] == ["tool_call_cap"]
+            assert ctx.token_budget.used.total <= 20_000
+            s.record_turn(a.request(f"and now? {i}"), exchange(60 + i))
+        assert s.compactions == []
+        [kept] = [
+            p
+            for t in s.ledger.history("s").turns
+            for m in t.messages
+            for p in m.content
+            if isinstance(p, ToolCallPart) and p.id == "w1"
+        ]
+        assert kept.arguments["text"] == HUGE  # the ledger keeps the whole call
 
 
 def test_a_session_with_a_capped_result_still_compacts_before_history_is_cut(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from attrs import evolve
 
+from lamina.assembly.call_caps import arguments_json, around, capped_arguments
 from lamina.assembly.history import history_groups
 from lamina.assembly.layout import merged_shape
 from lamina.assembly.measure import Measurer
@@ -28,11 +29,13 @@ from lamina.config import ToolResultsConfig
 from lamina.model.blocks import content_hash
 from lamina.model.messages import Part, ToolCallPart, ToolResultPart
 from lamina.records import Tokenizer
+from lamina.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from lamina.assembly.fit import Fitter
 
 STRATEGY = "tool_result_cap"
+CALL_STRATEGY = "tool_call_cap"
 STUB = "tool_result_stub"
 #: Tries at the cut; each corrects by what the re-count found over the cap.
 _ROUNDS = 4
@@ -140,7 +143,8 @@ def stub_text(
 
 
 def cap_tool_results(state: InFlight, measurer: Measurer, config: ToolResultsConfig) -> None:
-    """Cut every history tool result over its cap to head + marker + tail, in place."""
+    """Cut every history tool result over its cap to head + marker + tail, and every tool
+    call whose arguments are over it (``lamina.assembly.call_caps``), in place."""
     tokenizer = measurer.counter
     names = {
         part.id: part.name
@@ -154,19 +158,26 @@ def cap_tool_results(state: InFlight, measurer: Measurer, config: ToolResultsCon
         if item.placement != "history":
             continue
         parts = item.block.content
-        if not any(isinstance(p, ToolResultPart) for p in parts):
+        if not any(isinstance(p, (ToolResultPart, ToolCallPart)) for p in parts):
             continue
         changed: list[Part] = list(parts)
         notes = []
+        strategy = STRATEGY
         for n, part in enumerate(parts):
+            if isinstance(part, ToolCallPart):
+                found = _capped_call(part, item.block.hash, n, default, tokenizer, config)
+                if found is not None:
+                    changed[n], note = found
+                    notes.append(note)
+                    strategy = CALL_STRATEGY
+                continue
             if not isinstance(part, ToolResultPart):
                 continue
             tool = names.get(part.call_id, "tool")
             cap = config.per_tool.get(tool, default)
             # Memoized under the block's hash: a big result is not digested again each request.
-            total = measurer.counter.remember(
-                f"result:{n}:{item.block.hash}",
-                partial(measurer.counter.count, part.content),
+            total = tokenizer.remember(
+                f"result:{n}:{item.block.hash}", partial(tokenizer.count, part.content)
             )
             if total <= cap:
                 continue
@@ -174,7 +185,33 @@ def cap_tool_results(state: InFlight, measurer: Measurer, config: ToolResultsCon
             changed[n] = evolve(part, content=text)
             notes.append(f"{tool} result over its cap of {cap} tokens ({total} in all)")
         if notes:
-            _replace(item, tuple(changed), measurer, "; ".join(notes))
+            _replace(item, tuple(changed), measurer, "; ".join(notes), strategy)
+
+
+def _capped_call(
+    part: ToolCallPart,
+    block_hash: str,
+    n: int,
+    default: int,
+    tokenizer: TokenCounter,
+    config: ToolResultsConfig,
+) -> tuple[ToolCallPart, str] | None:
+    """The call cut to its tool's cap (its name and its arguments' JSON, as it is charged),
+    and why; ``None`` when it fits."""
+    cap = config.per_tool.get(part.name, default)
+    name = tokenizer.count(part.name)
+    total = name + tokenizer.remember(
+        f"call:{n}:{block_hash}", lambda: tokenizer.count(arguments_json(part.arguments))
+    )
+    if total <= cap:
+        return None
+    marker = config.call_marker.format(
+        omitted=total - cap, total=total, tool=part.name, call_id=part.id
+    )
+    room = max(1, cap - name)
+    arguments = capped_arguments(part.arguments, room, total - name, marker, tokenizer)
+    why = f"{part.name} call over its cap of {cap} tokens ({total} in all)"
+    return evolve(part, arguments=arguments), why
 
 
 def _head_and_tail(
@@ -193,12 +230,7 @@ def _head_and_tail(
         marker = config.marker.format(
             omitted=total - max(0, keep), total=total, tool=tool, call_id=call_id
         )
-        room = max(0, keep - tokenizer.count(marker))
-        head_tokens = (room + 1) // 2
-        tail_tokens = room - head_tokens
-        head = text[: bounds[head_tokens]] if head_tokens < len(bounds) else text
-        tail = text[bounds[len(bounds) - tail_tokens] :] if tail_tokens else ""
-        best = head + marker + tail
+        best = around(text, bounds, max(0, keep - tokenizer.count(marker)), marker)
         over = tokenizer.count(best) - cap
         if over <= 0:
             return best

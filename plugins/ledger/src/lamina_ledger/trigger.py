@@ -8,14 +8,21 @@ the same way every turn."""
 
 from __future__ import annotations
 
-from lamina import SESSION, AssembledContext, LaminaConfig, Tokenizer, ToolResultPart
+from lamina import (
+    SESSION,
+    AssembledContext,
+    LaminaConfig,
+    Tokenizer,
+    ToolCallPart,
+    ToolResultPart,
+)
 from lamina_ledger.blocks import PREFIX, message_tokens
 from lamina_ledger.compaction import message_size
 from lamina_ledger.records import History
 from lamina_ledger.settings import LedgerSettings
 
-#: Report strategies of the kernel's tool-result edits (``lamina.assembly.tool_results``).
-EDITS = frozenset({"tool_result_cap", "tool_result_stub"})
+#: Report strategies of the kernel's edits of tool calls and results (``[tool_results]``).
+EDITS = frozenset({"tool_result_cap", "tool_result_stub", "tool_call_cap"})
 
 
 def fits(ctx: AssembledContext) -> bool:
@@ -39,10 +46,10 @@ def fits(ctx: AssembledContext) -> bool:
 
 
 def edited(ctx: AssembledContext, *, stubs: bool = True) -> bool:
-    """Whether the kernel stubbed or capped a tool result of the history in ``ctx``. Without
-    stubs (``[tool_results] stub_after`` 0) only a cap can have, and a cap always leaves fewer
-    tokens than it found: history kept at its original size was not edited, which the layer
-    totals say without looking at each block."""
+    """Whether the kernel stubbed or capped a tool result or call of the history in ``ctx``.
+    Without stubs (``[tool_results] stub_after`` 0) only a cap can have, and a cap always
+    leaves fewer tokens than it found: history kept at its original size was not edited,
+    which the layer totals say without looking at each block."""
     layers = [r for r in ctx.report.layers if r.layer == SESSION]
     if not stubs and all(r.tokens == r.original_tokens for r in layers):
         return False
@@ -70,7 +77,7 @@ def due(ctx: AssembledContext, settings: LedgerSettings) -> bool:
 def holds_capped(
     history: History, tokenizer: Tokenizer, config: LaminaConfig, available: int
 ) -> bool:
-    """Whether a tool result in ``history`` is over the kernel's smallest cap
+    """Whether a tool result or call in ``history`` is over the kernel's smallest cap
     (``[tool_results]``) for a budget of ``available`` tokens: the ledger's whole counts then
     overstate what the kernel sends, and only the kernel can say whether the history fits."""
     caps = config.tool_results
@@ -79,7 +86,7 @@ def holds_capped(
     for turn in history.turns:
         exact = message_tokens(turn, tokenizer.name)
         for message, tokens in zip(turn.messages, exact, strict=True):
-            if not any(isinstance(p, ToolResultPart) for p in message.content):
+            if not any(isinstance(p, (ToolResultPart, ToolCallPart)) for p in message.content):
                 continue
             if (tokens if tokens is not None else message_size(message, tokenizer)) > floor:
                 return True
