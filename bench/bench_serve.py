@@ -24,7 +24,11 @@ long the host took to decode the service's reply (part of the service's time).
 Throughput phase: ``--clients`` threads, each driving its own sessions, on each side in turn;
 reports turns/s.
 
-Run: ``.venv/bin/python bench/bench_serve.py [--sessions 16] [--turns 20] [--clients 4]``
+``--tools N``: the host offers the same N tools with every request (a description and six
+string arguments each; in-process, ``Tool`` objects made once).
+
+Run: ``.venv/bin/python bench/bench_serve.py [--sessions 16] [--turns 20] [--clients 4]
+[--tools 0]``
 """
 
 from __future__ import annotations
@@ -48,7 +52,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lamina import AgentResult, Assembler, Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from lamina import (
+    AgentResult,
+    Assembler,
+    Message,
+    TextPart,
+    Tool,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from lamina.serde import structure
 from lamina.serve.service import pick_store
 
 SEED = 20261123
@@ -102,6 +116,23 @@ def result_messages(current: Any, session: int, n: int, script: Script) -> list[
 # -- the two sides ---------------------------------------------------------------------------
 
 
+def tool_specs(n: int) -> list[dict[str, Any]]:
+    """``n`` tools as a host sends them (``--tools``): a description and six string
+    arguments each."""
+    arguments = {
+        f"arg{j}": {"type": "string", "description": f"the {j}th argument of the call"}
+        for j in range(6)
+    }
+    return [
+        {
+            "name": f"tool_{i}",
+            "description": f"Does the {i}th thing the agent may need, carefully and once.",
+            "input_schema": {"type": "object", "properties": arguments},
+        }
+        for i in range(n)
+    ]
+
+
 def write_config(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "lamina.toml"
@@ -114,8 +145,11 @@ def write_config(folder: Path) -> Path:
 class InProcess:
     """The same calls a Python host makes: the assembler and the ledger store, no HTTP."""
 
-    def __init__(self, config: Path, script: Script) -> None:
+    def __init__(self, config: Path, script: Script, tools: int = 0) -> None:
         self.assembler = Assembler.from_config(config)
+        self.tools = tuple(
+            structure(t, Tool) for t in tool_specs(tools)
+        )  # made once, as a host does
         found = pick_store(self.assembler, "ledger")
         assert found is not None, "the ledger plugin is not installed"
         self.store = found.record
@@ -125,7 +159,7 @@ class InProcess:
     def assemble(self, session: int, n: int) -> Any:
         label = f"s{session}"
         question = self.script.turn(session, n)[0]
-        request = self.assembler.request(question, session_label=label)
+        request = self.assembler.request(question, session_label=label, tools=self.tools)
         return self.store.assemble(self.assembler, request)
 
     def record(self, session: int, n: int, ctx: Any) -> None:
@@ -147,8 +181,11 @@ class InProcess:
 class Service:
     """``lamina serve`` in its own process, over keep-alive HTTP connections (one per thread)."""
 
-    def __init__(self, config: Path, script: Script, decode: Callable[[bytes], Any]) -> None:
+    def __init__(
+        self, config: Path, script: Script, decode: Callable[[bytes], Any], tools: int = 0
+    ) -> None:
         self.decode = decode
+        self.tools = tool_specs(tools)
         env = {**os.environ, "LAMINA_PLUGINS": "ledger"}
         env.pop("LAMINA_SERVE_TOKEN", None)
         self.proc = subprocess.Popen(
@@ -199,9 +236,10 @@ class Service:
 
     def assemble(self, session: int, n: int) -> Any:
         question = self.script.turn(session, n)[0]
-        ctx = self.call(
-            "POST", "/v1/assemble", {"message": question, "session_label": f"s{session}"}
-        )
+        body: dict[str, Any] = {"message": question, "session_label": f"s{session}"}
+        if self.tools:
+            body["tools"] = self.tools
+        ctx = self.call("POST", "/v1/assemble", body)
         self.largest = max(self.largest, (self.size, ctx["token_budget"]["used"]["total"]))
         return ctx
 
@@ -348,13 +386,18 @@ def main() -> None:
     parser.add_argument(
         "--client-json", choices=["orjson", "json"], default="orjson", help="the host's decoder"
     )
+    parser.add_argument(
+        "--tools", type=int, default=0, help="tools the host offers with every request"
+    )
     args = parser.parse_args()
     script = Script()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         sides: dict[str, Side] = {
-            "in-process": InProcess(write_config(root / "inproc"), script),
-            "service": Service(write_config(root / "serve"), script, decoder(args.client_json)),
+            "in-process": InProcess(write_config(root / "inproc"), script, args.tools),
+            "service": Service(
+                write_config(root / "serve"), script, decoder(args.client_json), args.tools
+            ),
         }
         try:
             samples = latency(sides, args.sessions, args.turns, args.warmup)
@@ -379,7 +422,8 @@ def main() -> None:
         f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs; {args.sessions} sessions x {args.turns} turns "
         f"({args.warmup} untimed), then {args.clients} clients on {args.sessions} more sessions; "
-        f"the service's client decodes with {args.client_json}"
+        f"the service's client decodes with {args.client_json}; {args.tools} tools offered "
+        "with every request"
     )
     print(f"{'side':<11} {'request':<9} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
     for name in sides:

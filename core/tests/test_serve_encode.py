@@ -248,3 +248,49 @@ def test_without_orjson_fragments_it_writes_the_whole_context(base, monkeypatch)
     ctx = context(base, messages, reports)
     assert encoder.encode(ctx) == encoder.encode(ctx) == dumps(unstructure(ctx))
     assert encoder.held() == (0, 0) and encoder.written == encoder.reused == 0
+
+
+# -- the tools a host offers -------------------------------------------------------------------
+
+
+def offered(n: int, tag: str = "") -> list[dict[str, Any]]:
+    schema = {"type": "object", "properties": {"path": {"type": "string", "description": "é"}}}
+    return [
+        {"name": f"tool_{i}{tag}", "description": f"does thing {i}", "input_schema": schema}
+        for i in range(n)
+    ]
+
+
+def test_the_same_tools_are_decoded_once_and_written_once():
+    service = Capturing(make_assembler({"model": "gpt-4o"}))
+    encoder = ContextEncoder(dumps)
+    tools, other = offered(40), offered(40, "b")
+    with TestClient(create_app(service, encoder=encoder), base_url=BASE) as client:
+        for n, sent in enumerate([tools, tools, other, tools, tools[:10]]):
+            body = {"message": f"question {n}", "session_label": "s", "tools": sent}
+            before = encoder.reused
+            same_as_the_kernel(client.post("/v1/assemble", json=body), service.contexts[-1])
+            if n == 1:  # the same list again: the same Tool objects, their JSON reused
+                assert service.contexts[1].tools[0] is service.contexts[0].tools[0]
+                assert encoder.reused - before >= 40
+        assert service.contexts[3].tools[0] is service.contexts[0].tools[0]  # kept, not evicted
+        assert service.contexts[2].tools[0].name == "tool_0b"
+        bad = {"message": "x", "tools": [*tools[:3], {"name": 5}]}
+        problem = client.post("/v1/assemble", json=bad).json()
+        again = client.post("/v1/assemble", json={"message": "x", "tools": tools, "role": "boss"})
+    assert problem["status"] == 400 and "$.tools[3].name" in problem["detail"]
+    assert again.status_code == 400 and "$.role" in again.json()["detail"]
+
+
+def test_the_decoded_tools_kept_are_bounded(monkeypatch):
+    import lamina.serve.tools_memo as tools_memo
+
+    monkeypatch.setattr(tools_memo, "LISTS", 3)
+    decoded = tools_memo.DecodedTools(dumps)
+    first = decoded.structure({"message": "x", "tools": offered(2, "a")})
+    for tag in "bcd":  # three more lists: the first is forgotten
+        decoded.structure({"message": "x", "tools": offered(2, tag)})
+    again = decoded.structure({"message": "x", "tools": offered(2, "a")})
+    assert again.tools == first.tools and again.tools[0] is not first.tools[0]
+    assert decoded.structure({"message": "x", "tools": offered(2, "a")}).tools[0] is again.tools[0]
+    assert len(decoded._kept) == 3

@@ -26,7 +26,8 @@ from lamina.serve.openapi import openapi_document
 from lamina.serve.problems import MEDIA_TYPE, from_exception, problem
 from lamina.serve.security import Guard
 from lamina.serve.service import Service
-from lamina.serve.wire import AssemblyInput, CompactionInput, Problem
+from lamina.serve.tools_memo import DecodedTools
+from lamina.serve.wire import CompactionInput, Problem
 
 T = TypeVar("T")
 #: The largest request body accepted by default (bytes): a long host-supplied history fits.
@@ -147,6 +148,7 @@ def create_app(
         return run
 
     encoder = encoder or ContextEncoder(dumps)
+    decoded_tools = DecodedTools(dumps)
 
     async def body(request: Request, cls: type[T]) -> T:
         return structure(await read_json(request, max_body), cls, what=cls.__name__)
@@ -159,7 +161,7 @@ def create_app(
 
     async def assemble(request: Request) -> Response:
         as_page = view(request) == "html"
-        ctx = await service.assemble(await body(request, AssemblyInput))
+        ctx = await service.assemble(decoded_tools.structure(await read_json(request, max_body)))
         if as_page:
             from lamina.html import render_html
 

@@ -1,10 +1,11 @@
-"""The assembled context as JSON, the history's and the report's blocks written once.
+"""The assembled context as JSON, the history's, the tools' and the report's blocks written once.
 
 A warm assembly hands back the same ``Message`` objects for the history it did not touch, and
 the same ``BlockReport`` objects for their blocks (see ``lamina.assembly.format`` and
-``report``): on a long session they are nearly all of the reply. ``ContextEncoder`` keeps,
-per stream (session label and model, as the kernel keeps its layouts), the last reply with
-the objects its two arrays held and where each one's JSON lies in it. The next reply takes
+``report``): on a long session they are nearly all of the reply. A host that offers the same
+tools gets the same ``Tool`` objects back (``lamina.serve.tools_memo``). ``ContextEncoder``
+keeps, per stream (session label and model, as the kernel keeps its layouts), the last reply
+with the objects its three arrays held and where each one's JSON lies in it. The next reply takes
 each run of the very same objects (identity: they are held, so no other object can share
 their ``id``) as one slice of the last reply, writes only the others, and joins it all at
 once with the rest of the context, written as before.
@@ -41,7 +42,7 @@ _STEP = 16
 _NEAR = 4
 #: Where the arrays go in the rest of the reply, until they are joined in: control
 #: characters, which JSON text never holds raw.
-_HISTORY, _BLOCKS = b"\x00", b"\x01"
+_HISTORY, _TOOLS, _BLOCKS = b"\x00", b"\x02", b"\x01"
 
 Chunk = bytes | memoryview
 
@@ -72,12 +73,13 @@ _NOTHING = Written((), b"", array("q"))
 
 
 class Stream:
-    """A stream's last reply: its bytes, the history and the report's blocks in it."""
+    """A stream's last reply: its bytes, the history, the tools and the report's blocks in
+    it."""
 
-    __slots__ = ("blocks", "body", "history")
+    __slots__ = ("blocks", "body", "history", "tools")
 
-    def __init__(self, body: bytes, history: Written, blocks: Written) -> None:
-        self.body, self.history, self.blocks = body, history, blocks
+    def __init__(self, body: bytes, history: Written, tools: Written, blocks: Written) -> None:
+        self.body, self.history, self.tools, self.blocks = body, history, tools, blocks
 
 
 class Array:
@@ -166,16 +168,28 @@ class ContextEncoder:
         array goes, then joined with the arrays' chunks."""
         orjson, report = self._orjson, ctx.report
         history = self._array(ctx.history, last.history if last else _NOTHING)
+        tools = self._array(ctx.tools, last.tools if last else _NOTHING)
         blocks = self._array(report.blocks, last.blocks if last else _NOTHING)
-        data = unstructure(evolve(ctx, history=(), report=evolve(report, blocks=())))
+        data = unstructure(evolve(ctx, history=(), tools=(), report=evolve(report, blocks=())))
         data["history"] = orjson.Fragment(_HISTORY)
+        data["tools"] = orjson.Fragment(_TOOLS)
         data["report"]["blocks"] = orjson.Fragment(_BLOCKS)
+        # The three arrays come in the order of the context's fields: history, tools, report.
         head, _, rest = orjson.dumps(data).partition(_HISTORY)
+        between, _, rest = rest.partition(_TOOLS)
         middle, _, tail = rest.partition(_BLOCKS)
-        body = b"".join([head, *_pieces(history), middle, *_pieces(blocks), tail])
+        body = b"".join(
+            [head, *_pieces(history), between, *_pieces(tools), middle, *_pieces(blocks), tail]
+        )
         at = len(head)
-        blocks_at = at + max(history.size, 0) + 2 + len(middle)
-        return Stream(body, history.written(body, at), blocks.written(body, blocks_at))
+        tools_at = at + max(history.size, 0) + 2 + len(between)
+        blocks_at = tools_at + max(tools.size, 0) + 2 + len(middle)
+        return Stream(
+            body,
+            history.written(body, at),
+            tools.written(body, tools_at),
+            blocks.written(body, blocks_at),
+        )
 
     def _array(self, items: Sequence[object], last: Written) -> Array:
         """``items`` as chunks: each run of the same objects as ``last`` held is one slice of
