@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 
 import lamina.tokenizers
 import lamina.tokens
+from lamina import PluginError
 from lamina.adapters import CalibratedEstimate
+from lamina.checked_tokenizer import CheckedTokenizer
 from lamina.offsets import LongTexts, Offsets
 from lamina.testing import StaticProvider, make_assembler
 from lamina.testing.history import tool_turn
@@ -203,3 +205,28 @@ def test_an_estimate_gives_a_long_text_its_offsets_without_listing_them() -> Non
     calibrated = CalibratedEstimate(chars_per_token=4.0)
     assert calibrated.boundaries(text) == range(0, len(text), 4)
     assert calibrated.boundaries("short text") == [0, 4, 8]
+
+
+def test_a_plugins_offsets_of_a_long_text_are_checked_once() -> None:
+    class Words:
+        """A plugin's tokenizer: a token per four characters, counting its calls."""
+
+        name, exact = "words", False
+        calls = 0
+
+        def count(self, text: str) -> int:
+            return -(-len(text) // 4)
+
+        def boundaries(self, text: str) -> list[int]:
+            Words.calls += 1
+            return list(range(0, len(text), 4)) if "!" not in text else [5, 1]
+
+    checked = CheckedTokenizer(Words(), plugin="words")
+    text = "a long log line\n" * 10_000
+    first = checked.boundaries(text)
+    assert checked.boundaries(text) is first and Words.calls == 1
+    assert list(first) == list(range(0, len(text), 4))
+    with pytest.raises(PluginError, match="plugin 'words'"):
+        checked.boundaries(text + "!")
+    with pytest.raises(PluginError):  # a refused answer is not kept
+        checked.boundaries(text + "!")

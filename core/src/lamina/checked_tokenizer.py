@@ -4,10 +4,13 @@ count that is not a non-negative int, boundaries outside the text, an exception)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from lamina.errors import LaminaError, PluginError
+from lamina.offsets import LongTexts
 from lamina.records import Tokenizer
+from lamina.tokenizers import LONG_TEXT, LONG_TEXT_TOKENS
 
 
 def _shown(value: object) -> str:
@@ -20,11 +23,14 @@ class CheckedTokenizer:
     boundaries that are not non-decreasing offsets inside the text, or an exception, is a
     ``PluginError`` naming the plugin."""
 
-    __slots__ = ("plugin", "tokenizer")
+    __slots__ = ("_long", "plugin", "tokenizer")
 
     def __init__(self, tokenizer: Tokenizer, plugin: str | None = None) -> None:
         self.tokenizer = tokenizer
         self.plugin = plugin
+        # A long text's checked offsets, kept as the kernel's tokenizers keep theirs: a big
+        # tool result capped on every request is not tokenized and checked again each time.
+        self._long = LongTexts(LONG_TEXT_TOKENS)
 
     @property
     def name(self) -> str:
@@ -53,7 +59,12 @@ class CheckedTokenizer:
             return int(value)
         raise self._error(f"count() returned {_shown(value)}; expected a non-negative int")
 
-    def boundaries(self, text: str) -> list[int]:
+    def boundaries(self, text: str) -> Sequence[int]:
+        if len(text) >= LONG_TEXT:
+            return self._long.get(text, self._boundaries)
+        return self._boundaries(text)
+
+    def _boundaries(self, text: str) -> list[int]:
         try:
             offsets = list(self.tokenizer.boundaries(text))
         except LaminaError:

@@ -126,16 +126,16 @@ class Offsets(Sequence[int]):
 
 
 class LongTexts:
-    """The ``Offsets`` of the last long texts asked for, by the text itself (a string keeps
-    its hash, so the same string is found again at once), at most ``tokens`` tokens in all."""
+    """The offsets of the last long texts asked for, by the text itself (a string keeps its
+    hash, so the same string is found again at once), at most ``tokens`` tokens in all."""
 
     def __init__(self, tokens: int) -> None:
         self._limit = tokens
         self._held = 0
-        self._found: dict[str, Offsets] = {}
+        self._found: dict[str, Sequence[int]] = {}
         self._lock = threading.Lock()
 
-    def get(self, text: str, make: Callable[[str], Offsets]) -> Offsets:
+    def get(self, text: str, make: Callable[[str], Sequence[int]]) -> Sequence[int]:
         """``text`` 's offsets, made by ``make`` when not kept (and then kept)."""
         with self._lock:
             found = self._found.pop(text, None)
