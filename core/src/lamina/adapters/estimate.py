@@ -18,15 +18,22 @@ class CalibratedEstimate:
     towards reported/estimated input tokens (an exponential average, clamped to 0.5–2).
 
     Each change of ``factor`` bumps ``revision``, so the kernel forgets the counts it memoized
-    with the old one."""
+    with the old one and assembles the next request cold. So that noise in the reports does
+    not do that every turn, ``factor`` follows the average in steps, erring on the side of
+    counting more: it rises once the average is above it by more than a tenth of
+    ``tolerance`` (a share, default 5%), and falls once the average is more than
+    ``tolerance`` below it."""
 
     chars_per_token: float = field(default=3.5, validator=validators.gt(0))
     label: str = "estimate"
     factor: float = 1.0
     weight: float = field(default=0.5, validator=[validators.gt(0), validators.le(1)])
+    tolerance: float = field(default=0.05, validator=[validators.ge(0), validators.lt(1)])
     name: str = field(init=False)
     exact: bool = field(default=False, init=False)
     revision: int = field(default=0, init=False)
+    # The exponential average of what the reports say ``factor`` should be.
+    _target: float | None = field(default=None, init=False, repr=False)
 
     @name.default
     def _name(self) -> str:
@@ -43,14 +50,17 @@ class CalibratedEstimate:
         return offsets if len(text) >= LONG_TEXT else list(offsets)
 
     def observe(self, estimated: int, reported: int) -> float:
-        """Calibrate from one request: ``estimated`` input tokens (the context's budget total)
-        against the provider's ``reported`` ones; returns the new factor."""
+        """Calibrate from one request: ``estimated`` input tokens (the context's budget total,
+        made with the current ``factor``) against the provider's ``reported`` ones; returns
+        the factor now in use."""
         if estimated > 0 and reported > 0:
             ratio = reported / estimated * self.factor
-            blended = (1 - self.weight) * self.factor + self.weight * ratio
-            factor = min(2.0, max(0.5, blended))
-            if factor != self.factor:
-                self.factor = factor
+            target = self.factor if self._target is None else self._target
+            target = min(2.0, max(0.5, (1 - self.weight) * target + self.weight * ratio))
+            self._target = target
+            change = target / self.factor - 1
+            if change > self.tolerance / 10 or change < -self.tolerance:
+                self.factor = target
                 self.revision += 1
         return self.factor
 
