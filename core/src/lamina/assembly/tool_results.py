@@ -1,4 +1,4 @@
-"""Edit tool results before anything else is cut: stub old ones, cap big ones.
+"""Edit tool results (and calls) before anything else is cut: stub old ones, cap big ones.
 
 Context editing (``[tool_results] stub_after``): a result in a turn older than the newest N
 is replaced by a one-line stub naming the call and its size. Results are stubbed N turns at
@@ -6,9 +6,11 @@ a time, counted from the history's start, so the request's start changes once ev
 
 Caps: one huge result (a file read, a log, a search) in a protected recent turn would
 otherwise make every later request over budget. A result over its cap enters the context as
-its head and tail around a marker saying how much was left out.
+its head and tail around a marker saying how much was left out; a call whose arguments are
+over its cap (a whole file written through ``write_file``) has its longest strings cut the
+same way (``lamina.assembly.call_caps``).
 
-Whoever stores the session keeps the full result. Both edits are deterministic, so the same
+Whoever stores the session keeps the full result and call. Both edits are deterministic, so the same
 history gives the same bytes every turn and the cache prefix survives.
 """
 
