@@ -41,6 +41,8 @@ def test_the_hash_is_the_one_made_from_the_whole_list(offered: list[Tool], prefi
     expected = hashlib.sha256(f"{whole}\x00{prefix}".encode()).hexdigest() if offered else prefix
     assert tool_json.with_tools(prefix, offered) == expected
     assert tool_json.with_tools(prefix, offered) == expected  # and again, from what was kept
+    listed = hashlib.sha256(whole.encode()).hexdigest() if offered else None
+    assert tool_json.tools_digest(offered) == listed
     other = prefix[::-1]
     again = hashlib.sha256(f"{whole}\x00{other}".encode()).hexdigest() if offered else other
     assert tool_json.with_tools(other, offered) == again  # the kept digest, another prefix

@@ -228,6 +228,7 @@ export interface SessionStats {
 export interface StablePrefix {
   tokens: number;
   sha256: string;
+  tools_sha256: string | null;
 }
 
 /** Plain text. */

@@ -13,10 +13,11 @@ from typing import Any
 
 import lamina_ledger.plugin as plugin
 import pytest
+from attrs import evolve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lamina_ledger.ledger import Ledger
-from lamina_ledger.prefix import Bust, Prefix, compare, prefix_from
+from lamina_ledger.prefix import SHORT, Bust, Prefix, compare, prefix_from
 from lamina_ledger.pricing import cost, prices
 from lamina_ledger.session import LedgerSession
 from lamina_ledger.stats import report_data, turn_report
@@ -185,6 +186,13 @@ def test_a_turn_recorded_with_its_context_uses_that_prefix_and_tools_count(
     assert report.turns[1].cache_bust == Bust(block="(tools)", change="added")
     prefix = prefix_from(second.report, second.tools)
     assert prefix is not None and prefix.blocks[0][0] == "(tools)"
+    # The tools' entry is the kernel's digest of them, not made again from the tools; a
+    # report without it (made by hand) gets the same entry from the tools themselves.
+    digest = second.report.stable_prefix.tools_sha256
+    assert digest is not None and prefix.blocks[0][1] == digest[:SHORT]
+    bare = evolve(second.report.stable_prefix, tools_sha256=None)
+    again = prefix_from(evolve(second.report, stable_prefix=bare), second.tools)
+    assert again is not None and again.blocks[0] == prefix.blocks[0]
 
 
 def test_a_turn_recorded_without_an_assembly_has_no_prefix_and_breaks_nothing(

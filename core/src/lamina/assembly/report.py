@@ -10,7 +10,7 @@ from typing import Any
 
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import ORIGINAL, TOKENS, Cut, InFlight, Item, order_key
-from lamina.assembly.tool_json import with_tools
+from lamina.assembly.tool_json import tools_digest, with_tools
 from lamina.model.chunked import Chunked
 from lamina.model.context import AssembledContext
 from lamina.model.event_context import merge_context_json
@@ -52,6 +52,7 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
         stable_prefix=StablePrefix(
             tokens=used.system_prompt + used.history - after_history_tokens,
             sha256=with_tools(out.prefix_sha256, state.tools),
+            tools_sha256=tools_digest(state.tools),
         ),
         strategy=state.strategy,
         history_source=state.history_source,

@@ -14,7 +14,6 @@ import json
 import operator
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 from lamina.model.request import Tool
 from lamina.serde import unstructure
@@ -26,7 +25,7 @@ KEPT = 4096
 # the stable prefix's hash covers it)
 _made: dict[int, tuple[Tool, str, str]] = {}
 # ids of a list of tools -> (the tools, the digest of their JSON list so far)
-_lists: dict[tuple[int, ...], tuple[tuple[Tool, ...], Any]] = {}
+_lists: dict[tuple[int, ...], tuple[tuple[Tool, ...], hashlib._Hash]] = {}
 #: Lists of tools whose digest is kept.
 LISTS_KEPT = 64
 _lock = threading.Lock()
@@ -55,12 +54,25 @@ def counted_json(tool: Tool) -> str:
     return _made_for(tool)[1]
 
 
+def tools_digest(tools: Sequence[Tool]) -> str | None:
+    """The sha256 of the tools' JSON list (every field, keys sorted), ``None`` without tools."""
+    return _listed(tools).hexdigest() if tools else None
+
+
 def with_tools(prefix_sha256: str, tools: Sequence[Tool]) -> str:
     """The stable prefix's hash, covering the tool definitions sent with it (if any): the
-    sha256 of the tools' JSON list (every field, keys sorted), a NUL and the prefix's hash.
-    The list's part of the digest is kept for the same tool objects in the same order."""
+    sha256 of the tools' JSON list, a NUL and the prefix's hash."""
     if not tools:
         return prefix_sha256
+    digest = _listed(tools).copy()
+    digest.update(f"\x00{prefix_sha256}".encode())
+    found: str = digest.hexdigest()
+    return found
+
+
+def _listed(tools: Sequence[Tool]) -> hashlib._Hash:
+    """The digest of the tools' JSON list so far, kept for the same tool objects in the same
+    order (copy it before adding to it)."""
     key = tuple(map(id, tools))
     found = _lists.get(key)
     if found is None or not all(map(operator.is_, found[0], tools)):
@@ -70,6 +82,4 @@ def with_tools(prefix_sha256: str, tools: Sequence[Tool]) -> str:
             if len(_lists) >= LISTS_KEPT:
                 _lists.clear()
             _lists[key] = found
-    digest = found[1].copy()
-    digest.update(f"\x00{prefix_sha256}".encode())
-    return digest.hexdigest()
+    return found[1]

@@ -69,10 +69,14 @@ class TokenizerReport:
 
 @frozen(kw_only=True)
 class StablePrefix:
-    """The part of the request that repeats turn after turn (system + history): its size and hash."""
+    """The part of the request that repeats turn after turn (system + history): its size and hash.
+
+    ``sha256`` covers the tool definitions sent with it; ``tools_sha256`` is theirs alone (the
+    sha256 of their JSON list, every field, keys sorted), ``None`` without tools."""
 
     tokens: int
     sha256: str
+    tools_sha256: str | None = None
 
 
 @frozen(kw_only=True)

@@ -109,9 +109,16 @@ def prefix_from(
     else:
         runs = [_grouped(blocks)]
     parts: list[tuple[Entry, ...]] = []
-    if tools:
-        text = json.dumps([unstructure(t) for t in tools], sort_keys=True, ensure_ascii=False)
-        parts.append(((TOOLS, _short(text), 0),))
+    if tools:  # the kernel's digest of them (a report made by hand may lack it)
+        digest = (
+            stable.tools_sha256
+            or hashlib.sha256(
+                json.dumps(
+                    [unstructure(t) for t in tools], sort_keys=True, ensure_ascii=False
+                ).encode()
+            ).hexdigest()
+        )
+        parts.append(((TOOLS, digest[:SHORT], 0),))
     for placement in PLACEMENTS:  # grouped in request order
         parts += (run[placement] for run in runs if placement in run)
     # The runs' tuples are the chunks: a memo's runs are the previous turn's, not copied.
