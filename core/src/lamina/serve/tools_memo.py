@@ -42,10 +42,12 @@ class DecodedTools:
             key: bytes | None = self._dumps(tools)
         except (TypeError, ValueError):  # (a lone surrogate the JSON writers refuse)
             key = None
-        with self._lock:
-            found = self._kept.get(key) if key is not None else None
-            if found is not None:
-                self._kept.move_to_end(key)  # type: ignore[arg-type]
+        found = None
+        if key is not None:
+            with self._lock:
+                found = self._kept.get(key)
+                if found is not None:
+                    self._kept.move_to_end(key)
         if found is None:
             body = structure(data, AssemblyInput, what="AssemblyInput")
             if key is not None:
