@@ -348,6 +348,46 @@ def test_a_token_counter_is_a_tokenizer_that_counts_through_its_memo() -> None:
     assert stub.calls == 1
 
 
+def test_a_providers_counts_go_through_the_kernels_memo() -> None:
+    """A provider that sizes its blocks (the workspace fills a working set by tokens) counts
+    the same files on every request: ``ctx.tokenizer`` is the kernel's memoizing counter, so
+    each text is tokenized once, by the provider or the kernel."""
+    from lamina import Block, LayerProvider
+    from lamina.testing import make_assembler
+
+    asked: list[str] = []
+
+    class Stub(_CallCounting):
+        def count(self, text: str) -> int:
+            asked.append(text)
+            return super().count(text)
+
+    stub = Stub()
+    text = "a file the provider reads on every request"
+    sized: list[int] = []
+
+    class Sizing:
+        @lamina.hookimpl
+        def lamina_tokenizer(self, model: str) -> Tokenizer | None:
+            return stub if model == "counted" else None
+
+        @lamina.hookimpl
+        def lamina_layer_providers(self) -> list[LayerProvider]:
+            def provide(ctx: lamina.ProviderContext) -> list[Block]:
+                sized.append(ctx.tokenizer.count(text))
+                return [Block.text("file", "memory", text)]
+
+            return [LayerProvider(name="files", provide=provide)]
+
+    a = make_assembler({"model": "counted"}, plugins=[("sizing", Sizing())])
+    with a:
+        a.assemble(a.request("first"))
+        a.assemble(a.request("second"))
+    assert sized == [len(text)] * 2
+    assert asked.count(text) == 1
+    assert "second" in asked  # (the new request's own texts are counted)
+
+
 def test_token_counter_is_thread_safe() -> None:
     stub = _CallCounting()
     counter = TokenCounter(stub)

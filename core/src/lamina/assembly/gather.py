@@ -63,7 +63,7 @@ class Gatherer:
                 config=self.config,
                 settings=self.settings.get(item.plugin),
                 budget=state.budget,
-                tokenizer=state.model.tokenizer,
+                tokenizer=state.model.counter,  # counts memoized by content
                 now=state.now,
                 plugin=item.plugin,
                 layers=views,
