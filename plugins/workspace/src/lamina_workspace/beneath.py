@@ -16,6 +16,7 @@ import stat
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TypeVar
 
@@ -56,9 +57,12 @@ class Changed(Exception):
     swapped meanwhile): the walk looks at that component again."""
 
 
+@lru_cache(maxsize=4096)
 def check_relative(path: str) -> PurePosixPath:
     """``path`` as a relative POSIX path, or ``FileRefused`` (empty, absolute, ``..``, or with
-    a control character or line break, which could add structure where the path is shown)."""
+    a control character or line break, which could add structure where the path is shown).
+    Kept per path (the answer depends on the text alone): a workspace opens the same files
+    on every request."""
     if not path or not path.strip():
         raise FileRefused(path, "empty or invalid path")
     if _SURROGATE.search(path):
@@ -116,9 +120,8 @@ def _refusal(path: str, exc: OSError, what: str = "cannot open") -> FileRefused:
 
 
 @contextmanager
-def opened_root(root: Path, shown: str) -> Iterator[tuple[int, PurePosixPath]]:
-    """The workspace root opened as a directory, and its real path (used only to interpret
-    absolute symlinks that point back inside)."""
+def opened_root(root: Path, shown: str) -> Iterator[int]:
+    """The workspace root opened as a directory."""
     try:
         fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     except OSError as exc:
@@ -128,7 +131,7 @@ def opened_root(root: Path, shown: str) -> Iterator[tuple[int, PurePosixPath]]:
             shown, f"cannot open the workspace root {root}: {exc.strerror or exc}"
         ) from exc
     try:
-        yield fd, PurePosixPath(os.path.realpath(root))
+        yield fd
     finally:
         os.close(fd)
 
@@ -137,8 +140,8 @@ class _Walk:
     """The state of one walk: the folders opened so far (``dirs[0]`` is the root, not ours to
     close), the components still to go, and how many symlinks or retries were spent."""
 
-    def __init__(self, root: Path, path: str, root_fd: int, real_root: PurePosixPath) -> None:
-        self.root, self.path, self.real_root = root, path, real_root
+    def __init__(self, root: Path, path: str, root_fd: int) -> None:
+        self.root, self.path = root, path
         self.dirs = [root_fd]
         self.pending = deque(check_relative(path).parts)
         self.hops = 0
@@ -170,7 +173,8 @@ class _Walk:
         self.spend()
         parts = PurePosixPath(target).parts
         if target.startswith("/"):
-            inside = self.real_root.parts
+            # The root's real path, worked out only here: most walks follow no absolute link.
+            inside = PurePosixPath(os.path.realpath(self.root)).parts
             if parts[: len(inside)] != inside:
                 raise _outside(self.path, os.path.join(target, *self.pending))
             parts = parts[len(inside) :]
@@ -217,8 +221,8 @@ def walk(
     ``final`` opens ``name`` relative to ``parent_fd`` with ``O_NOFOLLOW`` and raises
     ``Changed`` when it finds something else than was seen; the walk then looks again."""
     check_relative(path)
-    with opened_root(root, path) as (root_fd, real_root):
-        w = _Walk(root, path, root_fd, real_root)
+    with opened_root(root, path) as root_fd:
+        w = _Walk(root, path, root_fd)
         try:
             while w.pending:
                 name = w.pending.popleft()
