@@ -3,8 +3,18 @@ truncation strategies and guarantees, per-tree preferences, system delivery."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
-from lamina_loom import Loom, LoomError, MemoryStore, OperationalMemory, Preferences, Stash
+from lamina_loom import (
+    Loom,
+    LoomError,
+    MemoryStore,
+    OperationalMemory,
+    Preferences,
+    Stash,
+    Tree,
+)
 from lamina_loom.render import (
     ADDENDUM_HEAD,
     ADDENDUM_LOOM_CONTEXT,
@@ -455,3 +465,39 @@ def test_cut_loom_blocks_show_in_the_flags(loom_config, loom_for, story):
     assert cut.truncated and cut.dropped_blocks == ("loom:memory",)
     assert cut.removed_nodes == ()
     assert cut.context.token_budget.used.total <= cap
+
+
+class _Loads(MemoryStore):
+    """A store that counts its loads."""
+
+    loads = 0
+
+    def load(self, tree_id: str) -> Tree:
+        self.loads += 1
+        return super().load(tree_id)
+
+
+def test_dialogue_loads_and_plans_the_tree_once(loom_config, story, unframed, monkeypatch):
+    """``Loom.dialogue`` hands the plan it made to its provider (the tree was loaded twice, and
+    planned twice, on every call); what it assembles is what the provider would have planned,
+    with the config's permissions when the call gives none."""
+    from attrs import evolve
+
+    config = evolve(loom_config(), permissions=("read",), sections={"loom": {"loom_context": True}})
+    store = _Loads([story()])
+    loom = Loom(store, config=config, plugins=unframed, entry_points=False)
+    result = loom.dialogue("story", "k")
+    assert store.loads == 1
+    assert "Permissions: read" in result.context.current_message.text
+    monkeypatch.setattr(
+        "lamina_loom.plugin.LoomPlugin.given", lambda self, request, plan: nullcontext()
+    )
+    planned_again = loom.dialogue("story", "k")
+    assert store.loads == 3  # without the handoff: the provider loads it again
+    same = ("system_prompt", "history", "current_message", "token_budget")
+    assert [getattr(planned_again.context, f) for f in same] == [
+        getattr(result.context, f) for f in same
+    ]
+    assert planned_again.context.report.blocks == result.context.report.blocks
+    assert planned_again.excluded_nodes == result.excluded_nodes
+    assert planned_again.messages == result.messages

@@ -90,12 +90,18 @@ class Loom:
         self._plugins = tuple(plugins)
         self._entry_points = entry_points
         self._clock = clock
-        self._assemblers: dict[tuple[str, int, int], Assembler] = {}
+        self._assemblers: dict[tuple[str, int, int], tuple[Assembler, LoomPlugin]] = {}
 
     # -- assemblers ----------------------------------------------------------------------
 
     def assembler(self, strategy: str, minimum_recent: int, token_buffer: int) -> Assembler:
         """The kernel assembler for one preference set (built once, then reused)."""
+        return self._assembler(strategy, minimum_recent, token_buffer)[0]
+
+    def _assembler(
+        self, strategy: str, minimum_recent: int, token_buffer: int
+    ) -> tuple[Assembler, LoomPlugin]:
+        """The assembler for one preference set and the loom plugin it runs."""
         key = (strategy, minimum_recent, token_buffer)
         found = self._assemblers.get(key)
         if found is None:
@@ -107,13 +113,13 @@ class Loom:
                 plugins=evolve(cfg.plugins, disable=(*cfg.plugins.disable, "loom", "event")),
             )
             plugin = LoomPlugin(self.store, apply_preferences=False)
-            found = Assembler(
+            assembler = Assembler(
                 cfg,
                 plugins=[*self._plugins, ("loom", plugin)],
                 entry_points=self._entry_points,
                 clock=self._clock,
             )
-            self._assemblers[key] = found
+            found = self._assemblers[key] = (assembler, plugin)
         return found
 
     def _preferences(self, tree: Tree) -> tuple[str, int, int]:
@@ -129,7 +135,7 @@ class Loom:
         return self.assembler(p.truncation_strategy, p.minimum_recent_nodes, p.token_buffer)
 
     def close(self) -> None:
-        for assembler in self._assemblers.values():
+        for assembler, _ in self._assemblers.values():
             assembler.close()
         self._assemblers.clear()
 
@@ -174,10 +180,13 @@ class Loom:
             settings=self.settings,
             agent_system=agent_system,
             include=include,
-            permissions=permissions or (),
+            # The request's: the caller's, else the config's (the provider plans with these).
+            permissions=self.config.permissions if permissions is None else permissions,
             memory=memory,
         )
-        assembler = self.assembler(strategy, plan.protected_messages(minimum), token_buffer)
+        assembler, plugin = self._assembler(
+            strategy, plan.protected_messages(minimum), token_buffer
+        )
         selection: dict[str, Any] = {"tree": tree.id, "node": node_id, "include": list(include)}
         if agent_system is not None:
             selection["agent_system"] = agent_system
@@ -191,9 +200,10 @@ class Loom:
         if provider is not None:
             fields["provider"] = provider
         request = assembler.request("", **fields)
-        try:
-            # Each dropped block by name: removed_nodes maps them back to nodes.
-            context = assembler.assemble(request, verbose_report=True)
+        try:  # (the plan made here is the provider's: the tree is loaded and planned once)
+            with plugin.given(request, plan):
+                # Each dropped block by name: removed_nodes maps them back to nodes.
+                context = assembler.assemble(request, verbose_report=True)
         except BudgetError as exc:
             self._system_alone(assembler, request.model, plan.system_text, tree, exc)
             raise

@@ -3,7 +3,9 @@ provider. Inert unless ``[plugins.loom]`` names a tree or a request carries ``me
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Sequence
+import threading
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import lamina
 from lamina import (
@@ -46,6 +48,21 @@ class LoomPlugin:
     def __init__(self, store: TreeStore | None = None, *, apply_preferences: bool = True) -> None:
         self.store = store
         self.apply_preferences = apply_preferences
+        #: The plan a caller made for the request it is assembling on this thread (``given``).
+        self._given = threading.local()
+
+    @contextmanager
+    def given(self, request: AssemblyRequest, plan: DialoguePlan) -> Iterator[None]:
+        """While the caller assembles ``request`` on this thread, the provider answers it
+        from ``plan`` (which the caller made from the tree it loaded, with this plugin's
+        settings) instead of loading the tree and planning again: the ``Loom`` API does both
+        before it assembles. A request that differs from ``request`` by the time the
+        provider sees it (a wrapper changed it) is planned as usual."""
+        self._given.held = (request, plan)
+        try:
+            yield
+        finally:
+            self._given.held = None
 
     @lamina.hookimpl
     def lamina_settings_class(self) -> type:
@@ -64,6 +81,7 @@ class LoomPlugin:
                 layers=(LOOM_SYSTEM, "session", LOOM_CONTEXT),
                 required=True,
                 description="Loom Tree dialogue mode: system context and the active path",
+                from_memory=self.from_memory,
             )
         ]
 
@@ -124,10 +142,14 @@ class LoomPlugin:
         if found is None:
             return []
         tree, node_id, chosen = found
-        plan = _plan(tree, node_id, settings, chosen, ctx.request.permissions)
-        for node, reason in plan.selection.excluded:
-            ctx.exclude(id=f"loom:excluded:{node}", layer="session", reason=f"loom node {reason}")
-        return plan_blocks(plan)
+        return _blocks(ctx, _plan(tree, node_id, settings, chosen, ctx.request.permissions))
+
+    def from_memory(self, ctx: ProviderContext) -> list[Block] | None:
+        """The blocks of the plan ``given`` for this very request, else ``None``."""
+        held: tuple[AssemblyRequest, DialoguePlan] | None = getattr(self._given, "held", None)
+        if held is None or held[0] != ctx.request:
+            return None
+        return _blocks(ctx, held[1])
 
     def _store(self, config: LaminaConfig, settings: Settings) -> TreeStore:
         if self.store is not None:
@@ -146,6 +168,13 @@ lamina_settings_class = _PLUGIN.lamina_settings_class
 lamina_layers = _PLUGIN.lamina_layers
 lamina_layer_providers = _PLUGIN.lamina_layer_providers
 lamina_wrap_assembly = _PLUGIN.lamina_wrap_assembly
+
+
+def _blocks(ctx: ProviderContext, plan: DialoguePlan) -> list[Block]:
+    """The plan's blocks, its excluded nodes reported as left out."""
+    for node, reason in plan.selection.excluded:
+        ctx.exclude(id=f"loom:excluded:{node}", layer="session", reason=f"loom node {reason}")
+    return plan_blocks(plan)
 
 
 def _plan(
