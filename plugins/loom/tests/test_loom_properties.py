@@ -173,3 +173,27 @@ def test_buffer_guarantees(loom, tree, cap, working, model):
         assert tree.preferences.truncation_strategy != "stopAtLimit"
     else:
         assert not result.removed_nodes and not result.cut_nodes
+
+
+@given(
+    n=st.integers(1, 3000),
+    data=st.data(),
+    off=st.integers(-5000, 5000),
+)
+def test_the_buffer_search_finds_the_last_fitting_cut_from_any_guess(n, data, off):
+    """Buffer mode's search (each try counts a whole document) finds the largest ``k`` that
+    fits whatever the guess, and from a guess a few tokens off it tries a handful, not the
+    dozen a bisection over thousands of tokens takes."""
+    from lamina_loom.buffer import _search
+
+    last = data.draw(st.integers(0, n - 1))
+    tried: list[int] = []
+
+    def ok(k: int) -> bool:
+        tried.append(k)
+        return k <= last
+
+    assert _search(n, ok, last + off) == last
+    tried.clear()
+    assert _search(n, ok, last + off % 3 - 1) == last
+    assert len(tried) <= 4

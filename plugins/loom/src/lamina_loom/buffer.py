@@ -157,7 +157,7 @@ def assemble_buffer_document(
             available=available,
         )
     if strategy == "stopAtLimit":
-        cut = _fit(prefix, cuttable, recent, "", tokenizer, available, rolling=True)
+        cut, _ = _fit(prefix, cuttable, recent, "", tokenizer, available, rolling=True, floor=floor)
         keep_from = len(cuttable) - cut.tail
         gone = [n for n, s, e in spans if s < keep_from and e <= keep_from]
         part = [n for n, s, e in spans if s < keep_from < e]
@@ -172,9 +172,10 @@ def assemble_buffer_document(
         )
     rolling = strategy == "rollingWindow"
     marker = settings.buffer_marker_start if rolling else settings.buffer_marker_middle
-    cut = _fit(prefix, cuttable, recent, marker, tokenizer, available, rolling=rolling)
-    document = _build(prefix, cuttable, recent, cut)
-    return result(document, tokenizer.count(document), cut)
+    cut, kept = _fit(
+        prefix, cuttable, recent, marker, tokenizer, available, rolling=rolling, floor=floor
+    )
+    return result(_build(prefix, cuttable, recent, cut), kept, cut)
 
 
 def _build(prefix: str, cuttable: str, recent: str, cut: _Cut) -> str:
@@ -191,9 +192,13 @@ def _fit(
     available: int,
     *,
     rolling: bool,
-) -> _Cut:
+    floor: int,
+) -> tuple[_Cut, int]:
     """The cut keeping the most tokens of ``cuttable`` (head and tail halves, or the tail only
-    when ``rolling``) whose whole document fits; without room for the marker, no marker."""
+    when ``rolling``) whose whole document fits; without room for the marker, no marker.
+    ``floor``: the tokens of ``prefix + recent``, which with the marker's leave about the
+    room the kept tokens can have (joins may merge a token or two): the search starts there.
+    Returns the cut and its document's tokens."""
     bounds: Sequence[int] = tokenizer.boundaries(cuttable)
     n = len(bounds)
 
@@ -204,18 +209,44 @@ def _fit(
         tail = len(cuttable) - bounds[n - tail_tokens] if tail_tokens else 0
         return _Cut(head=head, tail=tail, marker=mark)
 
-    def fits(c: _Cut) -> bool:
-        return tokenizer.count(_build(prefix, cuttable, recent, c)) <= available
+    counted: dict[_Cut, int] = {}
 
-    if not fits(cut_for(0, marker)):
-        return cut_for(0, "")  # the caller checked that prefix + recent fit
-    best = _search(n, lambda k: fits(cut_for(k, marker)))
-    return cut_for(best, marker)
+    def tokens(c: _Cut) -> int:
+        found = counted.get(c)
+        if found is None:
+            found = counted[c] = tokenizer.count(_build(prefix, cuttable, recent, c))
+        return found
+
+    if tokens(cut_for(0, marker)) > available:
+        return cut_for(0, ""), floor  # the caller checked that prefix + recent fit
+    guess = available - floor - (tokenizer.count(marker) if marker else 0)
+    best = cut_for(_search(n, lambda k: tokens(cut_for(k, marker)) <= available, guess), marker)
+    return best, tokens(best)
 
 
-def _search(n: int, ok: Callable[[int], bool]) -> int:
-    """The largest ``k`` in ``0..n-1`` with ``ok(k)`` by bisection (``ok(0)`` holds)."""
-    lo, hi = 0, n
+def _search(n: int, ok: Callable[[int], bool], guess: int) -> int:
+    """The largest ``k`` in ``0..n-1`` with ``ok(k)`` (``ok(0)`` holds), ``ok`` falling once
+    as ``k`` grows: steps that double away from ``guess`` until the answer lies between two
+    tried values, then bisection. Each try counts a whole document, so a close guess saves
+    most of them."""
+    if n <= 1:
+        return 0
+    guess = min(max(guess, 0), n - 1)
+    step = 1
+    if ok(guess):
+        lo, hi = guess, n
+        while lo + step < n:
+            if not ok(lo + step):
+                hi = lo + step
+                break
+            lo, step = lo + step, step * 2
+    else:
+        lo, hi = 0, guess
+        while hi - step > 0:
+            if ok(hi - step):
+                lo = hi - step
+                break
+            hi, step = hi - step, step * 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if ok(mid):
