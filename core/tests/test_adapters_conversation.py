@@ -93,3 +93,68 @@ def test_orphans_become_notes_in_place() -> None:
     assert out[1].parts == (
         TextPart(text='[tool call grep (id x1) with arguments {"q": "todo"}: no result recorded]'),
     )
+
+
+CURRENT = st.builds(
+    Message, role=st.just("user"), content=st.lists(PARTS, min_size=0, max_size=2).map(tuple)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(MESSAGES, CURRENT, st.booleans(), st.sampled_from(["s1", "s2"])), max_size=6
+    ),
+    lead_in=st.sampled_from([LEAD_IN, None]),
+)
+def test_context_turns_are_the_turns_of_the_whole_conversation(steps, lead_in) -> None:
+    """A session's history turns are kept between calls and only its last turns are grouped
+    and paired again; whatever the history grew by (a merge into its last turn, a result
+    pairing a call, several sessions, a history that did not grow from the last one), the
+    turns are those of the whole conversation."""
+    from attrs import evolve
+
+    from lamina import Chunked
+    from lamina.adapters import context_turns
+    from lamina.testing.adapter_contexts import make_context
+
+    base = make_context(model="m", provider="p")
+    histories: dict[str, Chunked[Message]] = {}
+    for added, current, fresh, session in steps:
+        before = histories.get(session, Chunked())
+        history = Chunked(tuple(before) + tuple(added)) if fresh else before.grown(added)
+        histories[session] = history
+        context = evolve(base, history=history, current_message=current, session_label=session)
+        assert context_turns(context, lead_in=lead_in) == turns(
+            [*history, current], lead_in=lead_in
+        )
+
+
+def test_context_turns_group_only_the_last_turns_again(monkeypatch) -> None:
+    """Once a session's history is kept, a request that adds a turn groups a few messages,
+    not the whole conversation."""
+    from attrs import evolve
+
+    import lamina.adapters.conversation as conversation
+    from lamina import Chunked
+    from lamina.adapters import context_turns
+    from lamina.testing.adapter_contexts import make_context
+
+    grouped: list[int] = []
+    merged = conversation._merged
+
+    def counting(messages, into, *, offset=0):  # type: ignore[no-untyped-def]
+        grouped.append(len(messages))
+        return merged(messages, into, offset=offset)
+
+    monkeypatch.setattr(conversation, "_merged", counting)
+    history: Chunked[Message] = Chunked(
+        Message.of("user" if i % 2 == 0 else "assistant", f"message {i}") for i in range(1000)
+    )
+    base = make_context(model="m", provider="p", history=())
+    context_turns(evolve(base, history=history, session_label="long"))
+    assert sum(grouped) > 1000
+    grouped.clear()
+    history = history.grown([Message.of("user", "next"), Message.of("assistant", "ok")])
+    context_turns(evolve(base, history=history, session_label="long"))
+    assert sum(grouped) < 10

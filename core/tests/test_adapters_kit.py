@@ -144,9 +144,9 @@ def test_json_safe_makes_any_data_utf8_and_keeps_the_rest(data: object) -> None:
     safe = json_safe(data)
     encoded = json.dumps(safe, ensure_ascii=False).encode("utf-8")
     assert json.loads(encoded) == safe
-    assert json_safe(safe) == safe  # nothing left to replace
+    assert json_safe(safe) is safe  # nothing left to replace: not even copied
     if "\\ud" not in json.dumps(data):  # no surrogates at all: unchanged
-        assert safe == data
+        assert safe is data
 
 
 def test_json_safe_replaces_each_surrogate_in_place() -> None:

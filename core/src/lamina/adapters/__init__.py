@@ -2,7 +2,8 @@
 
 What every adapter needs and no adapter should copy:
 
-- turn grouping (``turns``): a history as alternating, tool-paired user/assistant turns;
+- turn grouping (``turns``, and ``context_turns`` for a context, which keeps a session's
+  turns between calls): a history as alternating, tool-paired user/assistant turns;
 - wire helpers (``dig``, ``count``, ``error_text``, ``overflow_detector``, ``planned_info``,
   ``reply_tokens``, ``sampling``, ``data_url``, ``json_safe``);
 - tools (``openai_tools``, ``tool_arguments``, ``arguments_json``, ``call_part``) and the
@@ -36,6 +37,7 @@ from lamina.adapters.conversation import (
     TurnRole,
     call_names,
     call_note,
+    context_turns,
     result_note,
     result_text,
     turns,
@@ -112,6 +114,7 @@ __all__ = [
     "call_note",
     "call_part",
     "catalog_model_info",
+    "context_turns",
     "count",
     "data_url",
     "dig",

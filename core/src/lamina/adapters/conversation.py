@@ -10,12 +10,22 @@ without a result, or a result without its call, becomes a text note in place.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from attrs import evolve, frozen
 
-from lamina.model import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from lamina.model import (
+    AssembledContext,
+    Chunked,
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 
 TurnRole = Literal["user", "assistant"]
 
@@ -40,8 +50,94 @@ def turns(messages: Sequence[Message], *, lead_in: str | None = LEAD_IN) -> list
     ``lead_in`` (when not ``None``) is a user turn put first when the first turn is the
     assistant's. Tool results of one turn come first, in the order of the calls they answer.
     """
-    merged: list[Turn] = []
-    for index, message in enumerate(messages):
+    merged = _merged(messages, [])
+    return _led([_paired(turn, merged, i) for i, turn in enumerate(merged)], lead_in)
+
+
+def context_turns(context: AssembledContext, *, lead_in: str | None = LEAD_IN) -> list[Turn]:
+    """``turns`` of the context's history and current message. A session's history turns are
+    kept between calls (``KEPT`` sessions): when the history grew from the last call's (a
+    ``Chunked`` that shares its chunks), only its last turns are grouped and paired again,
+    so building a request costs what changed rather than the whole conversation."""
+    history = context.history
+    merged, paired = _kept.get(context.session_label, history)
+    if isinstance(history, Chunked):
+        _kept.put(context.session_label, history, merged, paired)
+    # The current message can only change the history's last turn, and the pairing of the
+    # one before it (a turn is paired by its neighbours).
+    start = merged[-1].origins[0] if merged else 0
+    tail = (*history[start:], context.current_message)
+    full = _merged(tail, list(merged[:-1]), offset=start)
+    stand = max(0, len(merged) - 2)
+    out = list(paired[:stand])
+    out += [_paired(full[i], full, i) for i in range(stand, len(full))]
+    return _led(out, lead_in)
+
+
+#: Sessions whose history turns ``context_turns`` keeps.
+KEPT = 64
+
+
+#: A kept history, its merged turns and its paired ones.
+_Entry = tuple[Chunked[Message], tuple[Turn, ...], tuple[Turn, ...]]
+
+
+class _Kept:
+    """Per session: the last history ``context_turns`` saw, merged and paired."""
+
+    def __init__(self) -> None:
+        self._by_session: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self, session: str, history: Sequence[Message]
+    ) -> tuple[Sequence[Turn], Sequence[Turn]]:
+        """The merged and paired turns of ``history``, from the session's kept ones when
+        ``history`` grew from them: all but their last merged turn stand, and all but the
+        last two paired ones."""
+        with self._lock:
+            found = self._by_session.get(session)
+        if found is None or not _grew(history, found[0]):
+            merged = _merged(history, [])
+            return merged, [_paired(turn, merged, i) for i, turn in enumerate(merged)]
+        kept, before, paired_before = found
+        if len(history) == len(kept):
+            return before, paired_before
+        start = before[-1].origins[0] if before else 0
+        merged = _merged(history[start:], list(before[:-1]), offset=start)
+        stand = max(0, len(before) - 2)
+        paired = list(paired_before[:stand])
+        paired += [_paired(merged[i], merged, i) for i in range(stand, len(merged))]
+        return merged, paired
+
+    def put(
+        self,
+        session: str,
+        history: Chunked[Message],
+        merged: Sequence[Turn],
+        paired: Sequence[Turn],
+    ) -> None:
+        entry = (history, tuple(merged), tuple(paired))
+        with self._lock:
+            self._by_session[session] = entry
+            self._by_session.move_to_end(session)
+            while len(self._by_session) > KEPT:
+                self._by_session.popitem(last=False)
+
+
+_kept = _Kept()
+
+
+def _grew(history: Sequence[Message], kept: Chunked[Message]) -> bool:
+    """Whether ``history`` holds ``kept`` 's messages first, as they are (it was grown from
+    it, sharing its chunks)."""
+    return isinstance(history, Chunked) and len(history) >= len(kept) and history.shares(kept)
+
+
+def _merged(messages: Sequence[Message], merged: list[Turn], *, offset: int = 0) -> list[Turn]:
+    """``merged`` (the turns of the messages before ``offset``) followed by the turns of
+    ``messages`` (which begin at ``offset``): consecutive messages of one role merge."""
+    for index, message in enumerate(messages, offset):
         role: TurnRole = "assistant" if message.role == "assistant" else "user"
         parts = [p for p in message.content if not _blank(p)]
         if not parts:
@@ -55,10 +151,17 @@ def turns(messages: Sequence[Message], *, lead_in: str | None = LEAD_IN) -> list
             )
         else:
             merged.append(Turn(role=role, parts=tuple(parts), origins=(index,) * len(parts)))
-    out = [_paired(turn, merged, i) for i, turn in enumerate(merged)]
+    return merged
+
+
+def _led(out: list[Turn], lead_in: str | None) -> list[Turn]:
+    """``out`` with the ``lead_in`` user turn first when it starts with the assistant's."""
     if lead_in is not None and out and out[0].role == "assistant":
         out.insert(0, Turn(role="user", parts=(TextPart(text=lead_in),), origins=(-1,)))
     return out
+
+
+_TOOL_PARTS = (ToolCallPart, ToolResultPart)
 
 
 def _blank(part: Part) -> bool:
@@ -82,7 +185,10 @@ def _results(turn: Turn | None) -> set[str]:
 
 
 def _paired(turn: Turn, merged: Sequence[Turn], i: int) -> Turn:
-    """``turn`` with unpaired calls and results turned into text and results moved first."""
+    """``turn`` with unpaired calls and results turned into text and results moved first
+    (``turn`` itself when it has neither: most turns of a conversation)."""
+    if not any(isinstance(p, _TOOL_PARTS) for p in turn.parts):
+        return turn
     before = merged[i - 1] if i > 0 else None
     after = merged[i + 1] if i + 1 < len(merged) else None
     parts: list[tuple[Part, int]] = []

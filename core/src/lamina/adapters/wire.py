@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lamina.model import AssembledContext
-from lamina.model.text import clean_data
+from lamina.model.text import clean_data, is_clean_data
 from lamina.records import ModelInfo
 
 
@@ -102,5 +102,6 @@ def json_safe(data: Any) -> Any:
     """``data`` with every string in it (keys too) made encodable as UTF-8, the data model's
     own rule (``lamina.model.text``): a lone surrogate becomes U+FFFD, a split pair is joined.
     Text enters the model clean; this keeps what an adapter composes from it clean as well,
-    since a provider rejects (or an HTTP client fails on) a body that cannot be encoded."""
-    return clean_data(data)
+    since a provider rejects (or an HTTP client fails on) a body that cannot be encoded.
+    ``data`` itself when it is already so (nearly always), else a cleaned copy."""
+    return data if is_clean_data(data) else clean_data(data)

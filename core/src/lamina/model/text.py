@@ -31,3 +31,30 @@ def clean_data(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(clean_data(v) for v in value)
     return value
+
+
+def is_clean_data(value: Any) -> bool:
+    """Whether every string in JSON-like ``value`` (keys included) is already encodable, so
+    ``clean_data`` would change nothing. Allocates nothing, so checking a large payload does
+    not wake the garbage collector the way copying it does. (A payload is mostly short ASCII
+    strings in small dicts: those are checked in the loop, without a call each.)"""
+    if isinstance(value, str):
+        return value.isascii() or clean(value) is value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if type(key) is str and key.isascii():
+                pass
+            elif not is_clean_data(key):
+                return False
+            if type(item) is str and item.isascii():
+                continue
+            if not is_clean_data(item):
+                return False
+        return True
+    if isinstance(value, list | tuple):
+        for item in value:
+            if type(item) is str and item.isascii():
+                continue
+            if not is_clean_data(item):
+                return False
+    return True

@@ -13,6 +13,7 @@ from lamina.adapters import (
     ANTHROPIC_TOOL_NAME,
     ANTHROPIC_TOOL_USE_ID,
     Turn,
+    context_turns,
     count,
     dig,
     overflow_detector,
@@ -20,7 +21,6 @@ from lamina.adapters import (
     reply_tokens,
     sampling,
     tool_arguments,
-    turns,
 )
 from lamina_anthropic.models import DEFAULT_MIN_CACHE_PREFIX, PROVIDER, model_info
 from lamina_anthropic.settings import AnthropicSettings
@@ -93,7 +93,7 @@ def build(
             system["cache_control"] = dict(control)
         body["system"] = [system]
     history_len = len(context.history)
-    conversation: list[Turn] = turns([*context.history, context.current_message])
+    conversation: list[Turn] = context_turns(context)
     messages: list[dict[str, Any]] = []
     last_history: dict[str, Any] | None = None
     for turn in conversation:

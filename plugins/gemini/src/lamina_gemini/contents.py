@@ -9,14 +9,13 @@ from typing import Any
 from lamina import AssembledContext, ImagePart, TextPart, ToolCallPart, ToolResultPart, Usage
 from lamina.adapters import (
     GEMINI_FUNCTION_NAME,
-    call_names,
+    context_turns,
     count,
     dig,
     overflow_detector,
     planned_info,
     reply_tokens,
     tool_arguments,
-    turns,
 )
 from lamina_gemini.models import PROVIDER, model_info
 from lamina_gemini.settings import GeminiSettings
@@ -54,18 +53,16 @@ def build(
     """``systemInstruction`` first (the stable prefix), then alternating user/model
     ``contents`` (function responses answer in the user turn after the calls), tools as
     function declarations with their JSON schema, and the reply limit."""
-    messages = [*context.history, context.current_message]
-    names = call_names(messages)
     body: dict[str, Any] = {}
     if context.system_prompt:
         body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
-    body["contents"] = [
-        {
-            "role": "model" if turn.role == "assistant" else "user",
-            "parts": [_part(p, names) for p in turn.parts],
-        }
-        for turn in turns(messages)
-    ]
+    contents: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # the turn before's calls: those a turn's results answer
+    for turn in context_turns(context):
+        role = "model" if turn.role == "assistant" else "user"
+        contents.append({"role": role, "parts": [_part(p, names) for p in turn.parts]})
+        names = {p.id: p.name for p in turn.parts if isinstance(p, ToolCallPart)}
+    body["contents"] = contents
     if context.tools:
         body["tools"] = [
             {

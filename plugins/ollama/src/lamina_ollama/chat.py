@@ -8,7 +8,7 @@ from typing import Any
 from lamina import AssembledContext, ImagePart, TextPart, ToolCallPart, ToolResultPart, Usage
 from lamina.adapters import (
     Turn,
-    call_names,
+    context_turns,
     count,
     openai_tools,
     overflow_detector,
@@ -17,7 +17,6 @@ from lamina.adapters import (
     result_text,
     sampling,
     tool_arguments,
-    turns,
 )
 from lamina_ollama.models import PROVIDER, local_name, model_info
 from lamina_ollama.settings import OllamaSettings
@@ -63,13 +62,13 @@ def build(
 ) -> dict[str, Any]:
     """The chat request: system message first (Ollama has no system field), the
     conversation, tools, and ``options.num_ctx`` = the window the budget was planned for."""
-    history = [*context.history, context.current_message]
-    names = call_names(history)
     messages: list[dict[str, Any]] = []
     if context.system_prompt:
         messages.append({"role": "system", "content": context.system_prompt})
-    for turn in turns(history, lead_in=None):
+    names: dict[str, str] = {}  # the turn before's calls: those a turn's results answer
+    for turn in context_turns(context, lead_in=None):
         messages.extend(_messages(turn, names))
+        names = {p.id: p.name for p in turn.parts if isinstance(p, ToolCallPart)}
     body: dict[str, Any] = {
         "model": local_name(context.model) or context.model,
         "messages": messages,

@@ -10,6 +10,7 @@ from lamina.adapters import (
     OPENAI_TOOL_NAME,
     Turn,
     arguments_json,
+    context_turns,
     count,
     data_url,
     dig,
@@ -19,7 +20,6 @@ from lamina.adapters import (
     reply_tokens,
     result_text,
     sampling,
-    turns,
 )
 from lamina_openai.models import PROVIDER, is_reasoning, model_info
 from lamina_openai.settings import OpenAISettings
@@ -52,6 +52,8 @@ def _text(parts: tuple[Any, ...]) -> str:
 
 def _user(turn: Turn) -> list[dict[str, Any]]:
     """A user turn: one ``tool`` message per result, then the user's own content."""
+    if len(turn.parts) == 1 and type(turn.parts[0]) is TextPart:  # (most turns: one text)
+        return [{"role": "user", "content": turn.parts[0].text}]
     out: list[dict[str, Any]] = [
         {"role": "tool", "tool_call_id": p.call_id, "content": result_text(p)}
         for p in turn.parts
@@ -72,6 +74,8 @@ def _user(turn: Turn) -> list[dict[str, Any]]:
 
 
 def _assistant(turn: Turn) -> dict[str, Any]:
+    if len(turn.parts) == 1 and type(turn.parts[0]) is TextPart:  # (most turns: one text)
+        return {"role": "assistant", "content": turn.parts[0].text}
     calls = [p for p in turn.parts if isinstance(p, ToolCallPart)]
     other = tuple(p for p in turn.parts if not isinstance(p, ToolCallPart))
     message: dict[str, Any] = {"role": "assistant", "content": _text(other) if other else None}
@@ -97,7 +101,7 @@ def build(
         messages.append(
             {"role": system_role(settings, context.model), "content": context.system_prompt}
         )
-    for turn in turns([*context.history, context.current_message], lead_in=None):
+    for turn in context_turns(context, lead_in=None):
         messages.extend(_user(turn) if turn.role == "user" else [_assistant(turn)])
     info = planned_info(context, PROVIDER) or model_info(context.model, settings.models)
     body: dict[str, Any] = {"model": context.model, "messages": messages}

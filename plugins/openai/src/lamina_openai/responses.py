@@ -10,11 +10,11 @@ from lamina.adapters import (
     OPENAI_TOOL_NAME,
     Turn,
     arguments_json,
+    context_turns,
     planned_info,
     reply_tokens,
     result_text,
     sampling,
-    turns,
 )
 from lamina_openai.chat import call_name, image_url
 from lamina_openai.models import PROVIDER, model_info
@@ -70,11 +70,7 @@ def build(
     body: dict[str, Any] = {"model": context.model}
     if context.system_prompt:
         body["instructions"] = context.system_prompt
-    body["input"] = [
-        item
-        for turn in turns([*context.history, context.current_message], lead_in=None)
-        for item in _items(turn)
-    ]
+    body["input"] = [item for turn in context_turns(context, lead_in=None) for item in _items(turn)]
     if context.tools:
         body["tools"] = [
             {
