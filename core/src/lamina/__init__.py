@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     from lamina.assembly.measure import IMAGE_TOKENS as IMAGE_TOKENS
     from lamina.assembly.measure import count_ids as count_ids
     from lamina.assembly.measure import count_parts as count_parts
+    from lamina.assembly.tool_json import tools_digest as tools_digest
     from lamina.call import (
         AssemblyCall as AssemblyCall,
     )
@@ -307,6 +308,7 @@ _EXPORTS: dict[str, str] = {
     "progress": "lamina.log",
     "structure": "lamina.serde",
     "to_json": "lamina.serde",
+    "tools_digest": "lamina.assembly.tool_json",
     "unstructure": "lamina.serde",
     "write_atomically": "lamina.encodings",
 }

@@ -169,9 +169,7 @@ class TiktokenTokenizer:
             if small is not None:
                 return small
         try:
-            if len(text) < ORDINARY_LIMIT:
-                return len(self._bpe().encode_ordinary(text))
-            return len(self._bpe().encode(text, _NO_SPECIAL))
+            return len(self._ids(text))
         except ValueError:  # a lone surrogate, or text the regex cannot split
             return sum(map(len, self._segments(text)))
 

@@ -63,14 +63,8 @@ def context_turns(context: AssembledContext, *, lead_in: str | None = LEAD_IN) -
     merged, paired = _kept.get(context.session_label, history)
     if isinstance(history, Chunked):
         _kept.put(context.session_label, history, merged, paired)
-    # The current message can only change the history's last turn, and the pairing of the
-    # one before it (a turn is paired by its neighbours).
     start = merged[-1].origins[0] if merged else 0
-    tail = (*history[start:], context.current_message)
-    full = _merged(tail, list(merged[:-1]), offset=start)
-    stand = max(0, len(merged) - 2)
-    out = list(paired[:stand])
-    out += [_paired(full[i], full, i) for i in range(stand, len(full))]
+    _, out = _regrouped(merged, paired, (*history[start:], context.current_message), start)
     return _led(out, lead_in)
 
 
@@ -98,17 +92,12 @@ class _Kept:
         with self._lock:
             found = self._by_session.get(session)
         if found is None or not _grew(history, found[0]):
-            merged = _merged(history, [])
-            return merged, [_paired(turn, merged, i) for i, turn in enumerate(merged)]
+            return _regrouped((), (), history, 0)
         kept, before, paired_before = found
         if len(history) == len(kept):
             return before, paired_before
         start = before[-1].origins[0] if before else 0
-        merged = _merged(history[start:], list(before[:-1]), offset=start)
-        stand = max(0, len(before) - 2)
-        paired = list(paired_before[:stand])
-        paired += [_paired(merged[i], merged, i) for i in range(stand, len(merged))]
-        return merged, paired
+        return _regrouped(before, paired_before, history[start:], start)
 
     def put(
         self,
@@ -132,6 +121,20 @@ def _grew(history: Sequence[Message], kept: Chunked[Message]) -> bool:
     """Whether ``history`` holds ``kept`` 's messages first, as they are (it was grown from
     it, sharing its chunks)."""
     return isinstance(history, Chunked) and len(history) >= len(kept) and history.shares(kept)
+
+
+def _regrouped(
+    merged: Sequence[Turn], paired: Sequence[Turn], tail: Sequence[Message], start: int
+) -> tuple[list[Turn], list[Turn]]:
+    """The merged and paired turns of a conversation: one whose turns were ``merged`` and
+    ``paired``, continued with ``tail`` (its messages from ``start``, where the last merged
+    turn begins). Only that last turn can grow, and only the turn before it can pair
+    differently (a turn is paired by its neighbours): the others stand."""
+    full = _merged(tail, list(merged[:-1]), offset=start)
+    stand = max(0, len(merged) - 2)
+    out = list(paired[:stand])
+    out += [_paired(full[i], full, i) for i in range(stand, len(full))]
+    return full, out
 
 
 def _merged(messages: Sequence[Message], merged: list[Turn], *, offset: int = 0) -> list[Turn]:

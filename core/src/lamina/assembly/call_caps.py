@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from lamina.assembly.measure import arguments_json
 from lamina.records import Tokenizer
 
 #: Cuts tried; each takes what the re-count found over the cap off the longest string.
@@ -21,11 +22,6 @@ _ROUNDS = 4
 #: Where arguments that cannot be cut are said to be left out.
 LEFT_OUT = "lamina_left_out"
 Path = tuple[str | int, ...]
-
-
-def arguments_json(arguments: dict[str, Any]) -> str:
-    """A call's arguments as the kernel counts them: canonical JSON (keys sorted)."""
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
 def around(text: str, bounds: Sequence[int], room: int, marker: str) -> str:

@@ -27,6 +27,11 @@ IMAGE_TOKENS = 1024
 RENDERS = 4096
 
 
+def arguments_json(arguments: dict[str, Any]) -> str:
+    """A call's arguments as the kernel charges them: canonical JSON (keys sorted)."""
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
 def count_parts(parts: Sequence[Part], count: Callable[[str], int]) -> int:
     """The tokens of a message's parts as the kernel charges them: text and tool results by
     their text, a tool call by its name and its arguments' canonical JSON, an image at
@@ -38,9 +43,7 @@ def count_parts(parts: Sequence[Part], count: Callable[[str], int]) -> int:
         elif isinstance(part, ToolResultPart):
             total += count(part.content)
         elif isinstance(part, ToolCallPart):
-            total += count(part.name) + count(
-                json.dumps(part.arguments, sort_keys=True, ensure_ascii=False)
-            )
+            total += count(part.name) + count(arguments_json(part.arguments))
         else:
             total += IMAGE_TOKENS
     return total

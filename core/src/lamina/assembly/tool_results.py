@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 from attrs import evolve
 
-from lamina.assembly.call_caps import arguments_json, around, capped_arguments
+from lamina.assembly.call_caps import around, capped_arguments
 from lamina.assembly.history import history_groups
 from lamina.assembly.layout import merged_shape
-from lamina.assembly.measure import Measurer
+from lamina.assembly.measure import Measurer, arguments_json
 from lamina.assembly.state import InFlight, Item
 from lamina.config import ToolResultsConfig
 from lamina.model.blocks import content_hash

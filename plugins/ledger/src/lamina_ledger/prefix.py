@@ -26,7 +26,7 @@ from lamina import (
     Event,
     Message,
     Tool,
-    unstructure,
+    tools_digest,
 )
 from lamina_ledger.recent import SESSIONS, Recent
 
@@ -110,14 +110,8 @@ def prefix_from(
         runs = [_grouped(blocks)]
     parts: list[tuple[Entry, ...]] = []
     if tools:  # the kernel's digest of them (a report made by hand may lack it)
-        digest = (
-            stable.tools_sha256
-            or hashlib.sha256(
-                json.dumps(
-                    [unstructure(t) for t in tools], sort_keys=True, ensure_ascii=False
-                ).encode()
-            ).hexdigest()
-        )
+        digest = stable.tools_sha256 or tools_digest(tools)
+        assert digest is not None
         parts.append(((TOOLS, digest[:SHORT], 0),))
     for placement in PLACEMENTS:  # grouped in request order
         parts += (run[placement] for run in runs if placement in run)
