@@ -4,17 +4,17 @@ host on the same stored tree, in one run.
 The tree is a chain of ``--nodes`` nodes (2,000 by default), human and model nodes taking
 turns, each about 300 characters of prose: about 130,000 tokens in all, more than gpt-4o's
 window less the Loom default response buffer (1,024 tokens), so both modes cut. It is saved
-in a ``SQLiteStore`` in a temporary folder. Each call assembles the chain's last node, as an
-editor does after every new node; each side loads the tree from the same store every call
-(another window may have changed it).
+in a ``SQLiteStore`` in a temporary folder. Each side loads the tree from the same store every
+call (another window may have changed it); the store hands back the tree it keeps decoded
+while no write has changed it.
 
-* Lamina: ``Loom.dialogue`` (the path as messages, fitted by the kernel with the tree's
-  preferences: truncateMiddle, the newest four nodes protected) and ``Loom.buffer`` (one
-  document, cut in the middle on token boundaries).
-* the peer, hand-rolled with its best fair configuration: load the tree, walk the parents
-  from the node to the root, then for dialogue keep the newest messages that fit with
-  LangChain ``trim_messages`` reading each node's count made beforehand; for buffer join the
-  texts, encode the document with tiktoken and keep its last tokens that fit (decoded).
+Two loops, each timed in both modes:
+
+* ``again``: the chain's last node, call after call, as an editor asks for several
+  generations from one position;
+* ``grow``: before each call (untimed) the editor saves the tree with one more node, and
+  the call assembles that node, as after every new node. The save writes the new rows only
+  and the store keeps the tree it saved, so neither side decodes it; both walk it afresh.
 
 Medians of ``--repeat`` calls per side, interleaved, ``gc.collect()`` before each (so neither
 side pays for collecting the other's garbage), and their ratio (Lamina / peer).
@@ -31,8 +31,10 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from attrs import evolve
 from lamina_loom import Edge, EdgeSource, Loom, Node, SQLiteStore, Tree
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
 
@@ -59,8 +61,11 @@ def build_tree(count: int) -> Tree:
     return Tree(id="story", nodes=tuple(nodes), edges=tuple(edges))
 
 
-def peer(store: SQLiteStore, tree: Tree) -> tuple[Callable[[str], Any], Callable[[str], Any]]:
-    """The hand-rolled host's dialogue and buffer calls."""
+def peer(
+    store: SQLiteStore, tree: Tree
+) -> tuple[Callable[[str], Any], Callable[[str], Any], Callable[[Node], None]]:
+    """The hand-rolled host's dialogue and buffer calls, and how it counts a new node (once,
+    when it arrives)."""
     enc = load_encoding("o200k_base")
     counts = {n.id: len(enc.encode_ordinary(n.content)) + 4 for n in tree.nodes}  # beforehand
 
@@ -91,7 +96,10 @@ def peer(store: SQLiteStore, tree: Tree) -> tuple[Callable[[str], Any], Callable
         ids = enc.encode_ordinary("".join(n.content for n in path(node_id)))
         return str(enc.decode(ids[-AVAILABLE:]))
 
-    return dialogue, buffer
+    def arrived(node: Node) -> None:
+        counts[node.id] = len(enc.encode_ordinary(node.content)) + 4
+
+    return dialogue, buffer, arrived
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -100,33 +108,47 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=12, help="timed calls per side and mode")
     args = parser.parse_args(argv)
     tree = build_tree(args.nodes)
-    last = f"n{args.nodes - 1}"
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(f"{tmp}/loom.db")
         store.save(tree)
         with Loom(store) as loom:
-            dialogue, buffer = peer(store, tree)
+            dialogue, buffer, arrived = peer(store, tree)
+            grown = [tree]
+
+            def grow() -> str:
+                """Save the tree with one more node (the editor's own write); its id."""
+                last = grown[-1]
+                n = len(last.nodes)
+                node = Node(id=f"n{n}", author_type="human", content=f"Node {n}. " * 30)
+                edge = Edge(id=f"e{n}", target=node.id, sources=(EdgeSource(node=f"n{n - 1}"),))
+                grown.append(evolve(last, nodes=(*last.nodes, node), edges=(*last.edges, edge)))
+                store.save(grown[-1])
+                arrived(node)
+                return node.id
+
             modes = {
-                "dialogue": (lambda: loom.dialogue("story", last, model="gpt-4o"), dialogue),
-                "buffer": (lambda: loom.buffer("story", last, model="gpt-4o"), buffer),
+                "dialogue": (partial(loom.dialogue, "story", model="gpt-4o"), dialogue),
+                "buffer": (partial(loom.buffer, "story", model="gpt-4o"), buffer),
             }
-            for mode, (lamina_call, peer_call) in modes.items():
-                sides = (lamina_call, lambda peer_call=peer_call: peer_call(last))
-                for side in sides:  # untimed: the first call builds what calls share
-                    side()
-                times: tuple[list[float], list[float]] = ([], [])
-                for i in range(args.repeat):
-                    for side in (0, 1) if i % 2 else (1, 0):
-                        gc.collect()  # neither side pays for the other's garbage
-                        started = time.perf_counter()
-                        sides[side]()
-                        times[side].append(1000 * (time.perf_counter() - started))
-                ours, theirs = statistics.median(times[0]), statistics.median(times[1])
-                print(
-                    f"{mode}, {args.nodes} nodes: Lamina {ours:.1f} ms, hand-rolled "
-                    f"{theirs:.1f} ms, Lamina / hand-rolled {ours / theirs:.2f}x"
-                )
+            for loop in ("again", "grow"):
+                for mode, (lamina_call, peer_call) in modes.items():
+                    sides = (lamina_call, peer_call)
+                    for side in sides:  # untimed: the first call builds what calls share
+                        side(f"n{len(grown[-1].nodes) - 1}")
+                    times: tuple[list[float], list[float]] = ([], [])
+                    for i in range(args.repeat):
+                        node_id = grow() if loop == "grow" else f"n{len(grown[-1].nodes) - 1}"
+                        for side in (0, 1) if i % 2 else (1, 0):
+                            gc.collect()  # neither side pays for the other's garbage
+                            started = time.perf_counter()
+                            sides[side](node_id)
+                            times[side].append(1000 * (time.perf_counter() - started))
+                    ours, theirs = statistics.median(times[0]), statistics.median(times[1])
+                    print(
+                        f"{loop}, {mode}, {len(grown[-1].nodes)} nodes: Lamina {ours:.1f} ms, "
+                        f"hand-rolled {theirs:.1f} ms, Lamina / hand-rolled {ours / theirs:.2f}x"
+                    )
 
 
 if __name__ == "__main__":

@@ -145,6 +145,7 @@ def test_sqlite_schema_is_the_documented_one_and_bad_rows_are_caught(tmp_path, s
         "loom_node_versions",
         "loom_edges",
         "loom_edge_sources",
+        "loom_revisions",
     }
     assert all(f"CREATE TABLE IF NOT EXISTS {t}" in SCHEMA for t in tables)
     with pytest.raises(

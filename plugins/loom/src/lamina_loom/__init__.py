@@ -19,9 +19,11 @@ from lamina_loom.model import (
 from lamina_loom.plugin import LoomPlugin
 from lamina_loom.settings import OperationalMemory, Settings, Stash
 from lamina_loom.store import (
+    REVISION_TRIGGERS,
     SCHEMA,
     MemoryStore,
     SQLiteStore,
+    TreeFile,
     TreeStore,
     open_store,
     tree_from_json,
@@ -30,6 +32,7 @@ from lamina_loom.store import (
 
 __all__ = [
     "DEFAULT_PREFERENCES",
+    "REVISION_TRIGGERS",
     "SCHEMA",
     "BufferResult",
     "DialogueResult",
@@ -49,6 +52,7 @@ __all__ = [
     "Settings",
     "Stash",
     "Tree",
+    "TreeFile",
     "TreeStore",
     "assemble_buffer",
     "assemble_dialogue",

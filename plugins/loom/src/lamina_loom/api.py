@@ -24,9 +24,9 @@ from lamina import (
     unstructure,
 )
 from lamina_loom.buffer import BufferResult, assemble_buffer_document
-from lamina_loom.dialogue import plan_dialogue
 from lamina_loom.errors import LoomError
 from lamina_loom.model import Preferences, Tree
+from lamina_loom.plans import Plans
 from lamina_loom.plugin import LoomPlugin
 from lamina_loom.settings import OperationalMemory, Settings, app_preferences
 from lamina_loom.store import TreeStore, open_store
@@ -91,6 +91,8 @@ class Loom:
         self._entry_points = entry_points
         self._clock = clock
         self._assemblers: dict[tuple[str, int, int], tuple[Assembler, LoomPlugin]] = {}
+        #: Dialogue plans, shared with the plugin of each assembler (planned once per tree).
+        self._plans = Plans()
 
     # -- assemblers ----------------------------------------------------------------------
 
@@ -112,7 +114,7 @@ class Loom:
                 budget=evolve(cfg.budget, reserve_response=token_buffer),
                 plugins=evolve(cfg.plugins, disable=(*cfg.plugins.disable, "loom", "event")),
             )
-            plugin = LoomPlugin(self.store, apply_preferences=False)
+            plugin = LoomPlugin(self.store, apply_preferences=False, plans=self._plans)
             assembler = Assembler(
                 cfg,
                 plugins=[*self._plugins, ("loom", plugin)],
@@ -174,7 +176,7 @@ class Loom:
                 tree=tree.id,
                 key="preferences.truncation_strategy",
             )
-        plan = plan_dialogue(
+        plan = self._plans.plan(
             tree,
             node_id,
             settings=self.settings,
@@ -323,7 +325,9 @@ class Loom:
                 minimum_recent_nodes=minimum,
                 token_buffer=token_buffer,
             ),
-            tokenizer=resolved.tokenizer,
+            # The model's memoizing counter: the same position asked for again counts the
+            # same candidate documents, each tokenized once.
+            tokenizer=resolved.counter,
             available=budget.available,
             working_buffer=working_buffer,
             include=include,

@@ -4,7 +4,7 @@ user, model → assistant, consecutive same-author nodes merged), and the loom-a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Literal
 
 from attrs import frozen
@@ -196,9 +196,12 @@ def plan_dialogue(
     )
 
 
-def plan_blocks(plan: DialoguePlan) -> list[Block]:
+def plan_blocks(
+    plan: DialoguePlan, message_block: Callable[[str, PlannedMessage], Block] | None = None
+) -> list[Block]:
     """The plan as kernel blocks: system pieces (required, never cut), one history block per
-    message (its own group; provenance names the tree and nodes), then the extras."""
+    message (its own group; provenance names the tree and nodes), then the extras.
+    ``message_block`` makes a message's block (default: ``history_block``)."""
     tree_id = plan.tree.id
     blocks = [
         Block.text(
@@ -212,21 +215,22 @@ def plan_blocks(plan: DialoguePlan) -> list[Block]:
         )
         for p in plan.system
     ]
-    for message in plan.messages:
-        blocks.append(
-            Block(
-                id=message.block_id,
-                layer="session",
-                role=message.role,
-                content=message.parts,
-                truncation="never",
-                provenance=Provenance(
-                    source_id=message.nodes[0],
-                    metadata={
-                        "context_json": {"loom": {"tree": tree_id, "nodes": list(message.nodes)}}
-                    },
-                ),
-            )
-        )
+    make = message_block or history_block
+    blocks.extend(make(tree_id, message) for message in plan.messages)
     blocks.extend(plan.extras)
     return blocks
+
+
+def history_block(tree_id: str, message: PlannedMessage) -> Block:
+    """A planned message's history block: a value of the tree's id and the message alone."""
+    return Block(
+        id=message.block_id,
+        layer="session",
+        role=message.role,
+        content=message.parts,
+        truncation="never",
+        provenance=Provenance(
+            source_id=message.nodes[0],
+            metadata={"context_json": {"loom": {"tree": tree_id, "nodes": list(message.nodes)}}},
+        ),
+    )

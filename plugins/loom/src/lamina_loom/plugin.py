@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 import lamina
 from lamina import (
@@ -23,16 +24,17 @@ from lamina_loom.dialogue import (
     LOOM_LAYERS,
     LOOM_SYSTEM,
     DialoguePlan,
-    plan_blocks,
-    plan_dialogue,
 )
 from lamina_loom.errors import LoomError
 from lamina_loom.model import Tree
+from lamina_loom.plans import Plans
 from lamina_loom.settings import LoomRequest, Settings, request_selection
 from lamina_loom.store import TreeStore, open_store
 
 #: The name the plugin's settings are read under (its entry point name).
 PLUGIN_NAME = "loom"
+#: Stores kept open by path in hook mode (past this many, opened afresh).
+OPENED_STORES = 16
 
 
 class LoomPlugin:
@@ -45,11 +47,22 @@ class LoomPlugin:
     protected tail (counted in the messages that hold those nodes), ``token_buffer`` the
     response reserve."""
 
-    def __init__(self, store: TreeStore | None = None, *, apply_preferences: bool = True) -> None:
+    def __init__(
+        self,
+        store: TreeStore | None = None,
+        *,
+        apply_preferences: bool = True,
+        plans: Plans | None = None,
+    ) -> None:
         self.store = store
         self.apply_preferences = apply_preferences
+        #: Plans made, kept while the store hands back the same tree (shared with ``Loom``).
+        self.plans = plans or Plans()
         #: The plan a caller made for the request it is assembling on this thread (``given``).
         self._given = threading.local()
+        #: The stores ``[plugins.loom] store`` opened, by path: each keeps its decoded trees.
+        self._opened: dict[Path, TreeStore] = {}
+        self._opening = threading.Lock()
 
     @contextmanager
     def given(self, request: AssemblyRequest, plan: DialoguePlan) -> Iterator[None]:
@@ -115,7 +128,7 @@ class LoomPlugin:
                 )
             call.strategy = wanted.truncation_strategy
         if call.minimum_recent is None and wanted.minimum_recent_nodes is not None:
-            plan = _plan(tree, node_id, settings, chosen, call.request.permissions)
+            plan = self._plan(tree, node_id, settings, chosen, call.request.permissions)
             call.minimum_recent = plan.protected_messages(wanted.minimum_recent_nodes)
         if call.reserve_response is None and wanted.token_buffer is not None:
             call.reserve_response = wanted.token_buffer
@@ -142,14 +155,41 @@ class LoomPlugin:
         if found is None:
             return []
         tree, node_id, chosen = found
-        return _blocks(ctx, _plan(tree, node_id, settings, chosen, ctx.request.permissions))
+        return self._blocks(
+            ctx, self._plan(tree, node_id, settings, chosen, ctx.request.permissions)
+        )
 
     def from_memory(self, ctx: ProviderContext) -> list[Block] | None:
         """The blocks of the plan ``given`` for this very request, else ``None``."""
         held: tuple[AssemblyRequest, DialoguePlan] | None = getattr(self._given, "held", None)
         if held is None or held[0] != ctx.request:
             return None
-        return _blocks(ctx, held[1])
+        return self._blocks(ctx, held[1])
+
+    def _blocks(self, ctx: ProviderContext, plan: DialoguePlan) -> list[Block]:
+        """The plan's blocks, its excluded nodes reported as left out."""
+        for node, reason in plan.selection.excluded:
+            ctx.exclude(id=f"loom:excluded:{node}", layer="session", reason=f"loom node {reason}")
+        return self.plans.blocks(plan)
+
+    def _plan(
+        self,
+        tree: Tree,
+        node_id: str,
+        settings: Settings,
+        chosen: LoomRequest | None,
+        permissions: Sequence[str],
+    ) -> DialoguePlan:
+        """The dialogue plan for the node a request chose, with its request-level options."""
+        return self.plans.plan(
+            tree,
+            node_id,
+            settings=settings,
+            agent_system=chosen.agent_system if chosen else None,
+            include=chosen.include if chosen else (),
+            permissions=permissions,
+            memory=chosen.memory if chosen else None,
+        )
 
     def _store(self, config: LaminaConfig, settings: Settings) -> TreeStore:
         if self.store is not None:
@@ -160,7 +200,14 @@ class LoomPlugin:
                 file=config.path,
                 key="plugins.loom.store",
             )
-        return open_store(config.resolve(settings.store))
+        path = config.resolve(settings.store)
+        with self._opening:
+            found = self._opened.get(path)
+            if found is None:
+                if len(self._opened) >= OPENED_STORES:
+                    self._opened.clear()
+                found = self._opened[path] = open_store(path)
+            return found
 
 
 _PLUGIN = LoomPlugin()
@@ -168,29 +215,3 @@ lamina_settings_class = _PLUGIN.lamina_settings_class
 lamina_layers = _PLUGIN.lamina_layers
 lamina_layer_providers = _PLUGIN.lamina_layer_providers
 lamina_wrap_assembly = _PLUGIN.lamina_wrap_assembly
-
-
-def _blocks(ctx: ProviderContext, plan: DialoguePlan) -> list[Block]:
-    """The plan's blocks, its excluded nodes reported as left out."""
-    for node, reason in plan.selection.excluded:
-        ctx.exclude(id=f"loom:excluded:{node}", layer="session", reason=f"loom node {reason}")
-    return plan_blocks(plan)
-
-
-def _plan(
-    tree: Tree,
-    node_id: str,
-    settings: Settings,
-    chosen: LoomRequest | None,
-    permissions: Sequence[str],
-) -> DialoguePlan:
-    """The dialogue plan for the node a request chose, with its request-level options."""
-    return plan_dialogue(
-        tree,
-        node_id,
-        settings=settings,
-        agent_system=chosen.agent_system if chosen else None,
-        include=chosen.include if chosen else (),
-        permissions=permissions,
-        memory=chosen.memory if chosen else None,
-    )
