@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,3 +47,16 @@ def test_a_real_change_is_followed_upwards_at_once_and_downwards_in_steps() -> N
     for _ in range(30):
         report(tok, 40_000, 0.9)
     assert 0.9 <= tok.factor <= 0.9 * 1.06  # within the tolerance above the truth
+
+
+def test_one_report_that_counts_low_raises_the_factor_to_it() -> None:
+    """The request after a report that the estimate counted low is counted at that report's
+    ratio, not at an average still below it (which let requests that followed a denser one
+    over the budget: ``bench/tune_tolerance.py``)."""
+    tok = CalibratedEstimate()
+    for _ in range(10):
+        report(tok, 40_000, 1.0)
+    report(tok, 40_000, 1.3)
+    assert tok.factor == pytest.approx(1.3, rel=1e-4) and tok.revision == 1
+    report(tok, 40_000, 1.28)  # a little below: no change (within the tolerance)
+    assert tok.factor == pytest.approx(1.3, rel=1e-4) and tok.revision == 1

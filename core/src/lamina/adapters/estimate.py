@@ -15,14 +15,15 @@ from lamina.tokenizers import LONG_TEXT
 @define
 class CalibratedEstimate:
     """``len(text) / chars_per_token`` scaled by ``factor``; ``observe`` moves ``factor``
-    towards reported/estimated input tokens (an exponential average, clamped to 0.5–2).
+    from reported/estimated input tokens (clamped to 0.5–2).
 
     Each change of ``factor`` bumps ``revision``, so the kernel forgets the counts it memoized
     with the old one and assembles the next request cold. So that noise in the reports does
-    not do that every turn, ``factor`` follows the average in steps, erring on the side of
-    counting more: it rises once the average is above it by more than a tenth of
-    ``tolerance`` (a share, default 5%), and falls once the average is more than
-    ``tolerance`` below it."""
+    not do that every turn, ``factor`` moves in steps, erring on the side of counting more:
+    a report more than a tenth of ``tolerance`` (a share, default 5%) above it raises it to
+    that report's ratio at once (counting low is what overflows a context), and it falls to
+    the reports' exponential average once that is more than ``tolerance`` below it.
+    ``bench/tune_tolerance.py`` measures the trade on sessions the default was not chosen on."""
 
     chars_per_token: float = field(default=3.5, validator=validators.gt(0))
     label: str = "estimate"
@@ -58,8 +59,11 @@ class CalibratedEstimate:
             target = self.factor if self._target is None else self._target
             target = min(2.0, max(0.5, (1 - self.weight) * target + self.weight * ratio))
             self._target = target
-            change = target / self.factor - 1
-            if change > self.tolerance / 10 or change < -self.tolerance:
+            if ratio > self.factor * (1 + self.tolerance / 10):  # counting low: up at once
+                self.factor = min(2.0, ratio)
+                self._target = max(target, self.factor)
+                self.revision += 1
+            elif target < self.factor * (1 - self.tolerance):  # counting high for a while
                 self.factor = target
                 self.revision += 1
         return self.factor
