@@ -418,9 +418,12 @@ def test_a_grown_tree_reuses_the_blocks_of_its_earlier_messages(chain):
     assert all(a is b for a, b in zip(kept, now, strict=False))  # the same objects
 
 
-def test_a_store_of_a_newer_schema_is_refused(tmp_path, story):
+def test_a_store_of_a_newer_or_unknown_schema_is_refused(tmp_path, story):
     path = tmp_path / "loom.db"
     SQLiteStore(path).save(story())
     by_hand(path, "UPDATE loom_meta SET value = '9' WHERE key = 'schema_version'")
     with pytest.raises(LoomError, match=r"loom\.db: the loom store has schema version 9, newer"):
+        SQLiteStore(path).load("story")
+    by_hand(path, "UPDATE loom_meta SET value = 'x' WHERE key = 'schema_version'")
+    with pytest.raises(LoomError, match=r"loom\.db: not a loom store: schema_version is 'x'"):
         SQLiteStore(path).load("story")

@@ -180,10 +180,13 @@ class SQLiteStore:
         return tree
 
     def _keep(self, tree_id: str, revision: int, tree: Tree) -> None:
-        self._kept[tree_id] = (revision, tree)
-        self._kept.move_to_end(tree_id)
-        if len(self._kept) > KEPT_TREES:
-            self._kept.popitem(last=False)
+        """Keep ``tree`` as read or written at ``revision`` (a thread that read an older one
+        may replace a newer: the next load then reads the tree again, nothing worse)."""
+        with self._lock:
+            self._kept[tree_id] = (revision, tree)
+            self._kept.move_to_end(tree_id)
+            if len(self._kept) > KEPT_TREES:
+                self._kept.popitem(last=False)
 
     def tree_ids(self) -> tuple[str, ...]:
         with self._connect() as db:
@@ -211,6 +214,8 @@ def _prepare(conn: sqlite3.Connection, file: str) -> None:
     found = None
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'loom_meta'").fetchone():
         found = conn.execute("SELECT value FROM loom_meta WHERE key = 'schema_version'").fetchone()
+    if found is not None and not str(found[0]).isdigit():
+        raise LoomError(f"not a loom store: schema_version is {found[0]!r}", file=file)
     if found is not None and int(found[0]) > SCHEMA_VERSION:
         raise LoomError(
             f"the loom store has schema version {found[0]}, newer than this lamina-loom "
