@@ -330,18 +330,24 @@ def test_hook_mode_keeps_the_store_it_opened(tmp_path, story, monkeypatch):
     assert len(decoded) == 2
 
 
-def test_the_same_position_is_planned_once_per_tree(tmp_path, story, loom_config, monkeypatch):
-    """Another generation from the same node plans nothing again while the store hands back
-    the same tree; a saved change, or other options, plan afresh."""
+@pytest.fixture
+def planned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The nodes ``plan_dialogue`` is asked to plan for, in order (it still plans them)."""
     import lamina_loom.plans as plans_module
 
-    planned: list[str] = []
+    asked: list[str] = []
     real = plans_module.plan_dialogue
     monkeypatch.setattr(
         plans_module,
         "plan_dialogue",
-        lambda tree, node, **kw: planned.append(node) or real(tree, node, **kw),
+        lambda tree, node, **kw: asked.append(node) or real(tree, node, **kw),
     )
+    return asked
+
+
+def test_the_same_position_is_planned_once_per_tree(tmp_path, story, loom_config, planned):
+    """Another generation from the same node plans nothing again while the store hands back
+    the same tree; a saved change, or other options, plan afresh."""
     store = SQLiteStore(tmp_path / "loom.db")
     store.save(story())
     with Loom(store, config=loom_config()) as loom:
@@ -358,16 +364,7 @@ def test_the_same_position_is_planned_once_per_tree(tmp_path, story, loom_config
         assert "Now for grown-ups." in changed.context.system_prompt
 
 
-def test_hook_mode_plans_a_request_once(tmp_path, story, monkeypatch):
-    import lamina_loom.plans as plans_module
-
-    planned: list[str] = []
-    real = plans_module.plan_dialogue
-    monkeypatch.setattr(
-        plans_module,
-        "plan_dialogue",
-        lambda tree, node, **kw: planned.append(node) or real(tree, node, **kw),
-    )
+def test_hook_mode_plans_a_request_once(tmp_path, story, planned):
     path = tmp_path / "story.json"
     path.write_text(tree_to_json(story()), "utf-8")
     cfg = {"model": "claude-sonnet-4", "plugins": {"loom": {"store": str(path)}}}
