@@ -235,11 +235,33 @@ def between_calls(regime: str) -> Callable[[], None]:
     return host
 
 
+def distinct_calls(count: int) -> Callable[[], None]:
+    """A probe: ``count`` calls, each to a different small function made for it (what more
+    distinct code, and more calls, cost a request after a collection)."""
+    space: dict[str, Any] = {}
+    exec("\n".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(count)), space)
+    functions = [space[f"f{i}"] for i in range(count)]
+
+    def run() -> None:
+        total = 0
+        for f in functions:
+            total = f(total)
+
+    return run
+
+
 def agent_loop(
-    budget: int, warmup: int, requests: int, made: dict[str, Any], *, between: str = "collect"
+    budget: int,
+    warmup: int,
+    requests: int,
+    made: dict[str, Any],
+    *,
+    between: str = "collect",
+    extra_calls: int = 0,
 ) -> dict[str, Any]:
     """Median ms per request after ``warmup`` turns: Lamina and the peer, whose counts are
-    ``made`` beforehand (``session_counts``); ``between``: what runs before each timed call
+    ``made`` beforehand (``session_counts``); ``extra_calls``: a probe run inside each of
+    Lamina's timed requests (``distinct_calls``); ``between``: what runs before each timed call
     (``between_calls``)."""
     system, turns = build_session(warmup + requests)
     counts: dict[int, int] = {}  # id(LangChain message) -> tokens, made untimed
@@ -253,6 +275,7 @@ def agent_loop(
     compactions_ms: list[float] = []  # every request that compacted, the warm-up's included
     encode: Any = None  # the peer's tokenizer, built when timing starts
     before_call = between_calls(between)
+    probe = distinct_calls(extra_calls)
     with tempfile.TemporaryDirectory() as tmp:
         cfg = {
             "model": "gpt-4o",
@@ -277,7 +300,7 @@ def agent_loop(
 
                 # Which side runs first alternates: the one right after the host's own work
                 # between requests (here, making the peer's messages) finds colder caches.
-                sides = [lambda req=req: s.assemble(req), peer]
+                sides = [lambda req=req: (probe(), s.assemble(req))[1], peer]
                 timed = {}
                 for side in (0, 1) if i % 2 else (1, 0):
                     before_call()
@@ -379,12 +402,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         const="nothing",
         help="the same as --between nothing (warm caches; not the target)",
     )
+    parser.add_argument(
+        "--extra-calls",
+        type=int,
+        default=0,
+        help="with --budget: a probe, this many calls to as many distinct small functions "
+        "inside each of Lamina's timed requests (not a target's figure)",
+    )
     args = parser.parse_args(argv)
     if args.budget is not None:
         made = counts_elsewhere(args.turns + args.requests)
         if args.host_encoding:
             load_encoding("o200k_base")
-        r = agent_loop(args.budget, args.turns, args.requests, made, between=args.between)
+        r = agent_loop(
+            args.budget,
+            args.turns,
+            args.requests,
+            made,
+            between=args.between,
+            extra_calls=args.extra_calls,
+        )
         print(
             f"  {args.budget // 1000}k: Lamina {r['lamina_ms']:.2f} ms, peer {r['peer_ms']:.2f} "
             f"ms, Lamina / peer {r['ratio']:.2f}x ({r['compacting_requests']} of "
