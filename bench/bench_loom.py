@@ -18,7 +18,7 @@ Two loops, each timed in both modes:
 
 Medians of ``--repeat`` calls per side, interleaved, ``gc.collect()`` before each (so neither
 side pays for collecting the other's garbage), and their ratio (Lamina / peer).
-Run: ``.venv/bin/python bench/bench_loom.py [--nodes 2000] [--repeat 12]``
+Run: ``.venv/bin/python bench/bench_loom.py [--nodes 2000] [--repeat 12] [--text source]``
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from functools import partial
 from typing import Any
 
 from attrs import evolve
+from cache_shapes import Source
 from lamina_loom import Edge, EdgeSource, Loom, Node, SQLiteStore, Tree
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
 
@@ -44,13 +45,16 @@ from lamina.tokens import load_encoding
 AVAILABLE = 128_000 - 1024
 
 
-def build_tree(count: int) -> Tree:
+def build_tree(count: int, text: str = "prose") -> Tree:
+    """The chain: ``prose`` (about 300 characters a node, the same sentence numbered) or
+    ``source`` (about 300 characters of standard-library source a node, whole lines)."""
     prose = "Line {i} of the story, where things happen and then more things happen. "
+    source = Source(0) if text == "source" else None
     nodes = [
         Node(
             id=f"n{i}",
             author_type="human" if i % 2 == 0 else "model",
-            content=prose.format(i=i) * 4,
+            content=source.take(300) if source else prose.format(i=i) * 4,
         )
         for i in range(count)
     ]
@@ -106,8 +110,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2000, help="nodes in the chain")
     parser.add_argument("--repeat", type=int, default=12, help="timed calls per side and mode")
+    parser.add_argument(
+        "--text",
+        choices=("prose", "source"),
+        default="prose",
+        help="what the nodes hold: numbered prose (default) or standard-library source",
+    )
     args = parser.parse_args(argv)
-    tree = build_tree(args.nodes)
+    # The chain, and the nodes the grow loop adds after it (made of the same text).
+    pool = build_tree(args.nodes + 4 * args.repeat + 8, args.text)
+    tree = evolve(pool, nodes=pool.nodes[: args.nodes], edges=pool.edges[: args.nodes - 1])
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(f"{tmp}/loom.db")
@@ -120,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
                 """Save the tree with one more node (the editor's own write); its id."""
                 last = grown[-1]
                 n = len(last.nodes)
-                node = Node(id=f"n{n}", author_type="human", content=f"Node {n}. " * 30)
+                node = pool.nodes[n]
                 edge = Edge(id=f"e{n}", target=node.id, sources=(EdgeSource(node=f"n{n - 1}"),))
                 grown.append(evolve(last, nodes=(*last.nodes, node), edges=(*last.edges, edge)))
                 store.save(grown[-1])
