@@ -3,6 +3,7 @@ sources, and the per-tree preferences. Frozen attrs records; ``Tree`` checks its
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Literal
 
@@ -90,13 +91,25 @@ class Edge:
     target: str
     sources: tuple[EdgeSource, ...]
     kind: EdgeKind = field(default="continuation", validator=validators.in_(EDGE_KINDS))
+    #: The source nodes by role, worked out once: every walk of a path asks each edge on it.
+    _roles: dict[str, tuple[str, ...]] = field(init=False, repr=False, eq=False)
+
+    @_roles.default
+    def _by_role(self) -> dict[str, tuple[str, ...]]:
+        roles: dict[str, list[str]] = {}
+        for s in self.sources:
+            roles.setdefault(s.role, []).append(s.node)
+        return {role: tuple(nodes) for role, nodes in roles.items()}
 
     @property
     def primary(self) -> str:
-        return next(s.node for s in self.sources if s.role == "primary")
+        found = self._roles.get("primary")
+        if not found:
+            raise LoomError(f"edge {self.id!r} has no primary source")
+        return found[0]
 
     def with_role(self, role: str) -> tuple[str, ...]:
-        return tuple(s.node for s in self.sources if s.role == role)
+        return self._roles.get(role, ())
 
 
 @frozen(kw_only=True)
@@ -211,6 +224,11 @@ class Tree:
                 node = edge.primary if edge else None
             for n in walk:
                 state[n] = 2
+
+    @property
+    def node_ids(self) -> Collection[str]:
+        """The ids of the tree's nodes (a view: looking one up costs what a dict lookup does)."""
+        return self._by_id.keys()
 
     def node(self, node_id: str) -> Node:
         """The node ``node_id`` (``LoomError`` when the tree has no such node)."""

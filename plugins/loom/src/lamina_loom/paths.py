@@ -71,7 +71,7 @@ def select(tree: Tree, current: str, include: Collection[str] = ()) -> Selection
     context sources are placed just before the edge's primary source (the previous path
     node), so a reference such as an image precedes the content it supports.
     """
-    unknown = sorted(set(include) - {n.id for n in tree.nodes})
+    unknown = sorted(n for n in include if n not in tree.node_ids) if include else ()
     if unknown:
         raise LoomError(f"include names nodes not in the tree: {', '.join(unknown)}", tree=tree.id)
     path = active_path(tree, current)
