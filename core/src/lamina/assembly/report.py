@@ -32,10 +32,11 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
     request, model = state.request, state.model
     budget = state.budget.spent(used)
     listed: list[Sequence[BlockReport]]
-    if state.verbose:
-        listed = [
-            [block_report(i) for i in sorted([*state.all_items(), *state.markers], key=order_key)]
-        ]
+    if state.verbose:  # every item, the kept ones' reports made once while they are pristine
+        items = state.all_items()  # (in output order: only gap markers need sorting in)
+        if state.markers:
+            items = sorted([*items, *state.markers], key=order_key)
+        listed = [[_kept_report(i) for i in items]]
     else:
         listed = _kept_reports(state.live, state.history_memo)
     dropped = _dropped_reports(state, rules)
@@ -110,7 +111,8 @@ def _history_reports(run: list[Item], base: dict[str, Any] | None) -> Chunked[Bl
 
 
 def _kept_report(item: Item) -> BlockReport:
-    """A kept item's report, made once while the item is pristine."""
+    """An item's report, made once while the item is pristine (kept as gathered); a cut or
+    dropped item's is made anew."""
     pristine = item.status == "kept" and item.block is item.base
     if pristine and item.memo_report is not None:
         found: BlockReport = item.memo_report
