@@ -250,6 +250,11 @@ def distinct_calls(count: int) -> Callable[[], None]:
     return run
 
 
+def probed(probe: Callable[[], None], call: Callable[[], Any]) -> Any:
+    probe()
+    return call()
+
+
 def agent_loop(
     budget: int,
     warmup: int,
@@ -275,7 +280,7 @@ def agent_loop(
     compactions_ms: list[float] = []  # every request that compacted, the warm-up's included
     encode: Any = None  # the peer's tokenizer, built when timing starts
     before_call = between_calls(between)
-    probe = distinct_calls(extra_calls)
+    probe = distinct_calls(extra_calls) if extra_calls else None
     with tempfile.TemporaryDirectory() as tmp:
         cfg = {
             "model": "gpt-4o",
@@ -298,9 +303,12 @@ def agent_loop(
                 peer = partial(peer_request, turn[0].text, asked, encode, peer_parts)
                 peer = partial(peer, history, budget - sys_tokens, counter)
 
+                ours: Callable[[], Any] = partial(s.assemble, req)
+                if probe is not None:  # (--extra-calls: the probe runs inside the timed call)
+                    ours = partial(probed, probe, ours)
                 # Which side runs first alternates: the one right after the host's own work
                 # between requests (here, making the peer's messages) finds colder caches.
-                sides = [lambda req=req: (probe(), s.assemble(req))[1], peer]
+                sides = [ours, peer]
                 timed = {}
                 for side in (0, 1) if i % 2 else (1, 0):
                     before_call()
