@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lamina import Block, ImagePart, TextPart, ToolCallPart, ToolResultPart
+from lamina.digests import SHORT, sha256
 from lamina.model.blocks import content_hash
 
 TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=60)
@@ -53,3 +54,17 @@ def test_a_blocks_body_is_its_text_parts_joined(parts: tuple[object, ...]) -> No
         if isinstance(p, TextPart | ToolResultPart)
     ]
     assert block.body == "\n\n".join(texts)
+
+
+@given(st.binary(max_size=3 * SHORT), st.binary(max_size=SHORT))
+def test_short_and_long_inputs_hash_as_hashlib_does(data: bytes, more: bytes) -> None:
+    """Short inputs go to the interpreter's sha256, long ones to OpenSSL's: the same digests."""
+    h = sha256(data, len(data) + len(more))
+    h.update(more)
+    assert h.hexdigest() == hashlib.sha256(data + more).hexdigest()
+    assert sha256(data).digest() == hashlib.sha256(data).digest()
+
+
+def test_a_long_text_blocks_hash_is_the_reference() -> None:
+    parts = (TextPart(text="é" * SHORT),)
+    assert content_hash(parts) == reference(parts)

@@ -4,13 +4,14 @@ count and names, attachments (never inline image data), and when the context was
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lamina import ImagePart
+from lamina.builtins.event_plugin import iso_time
 from lamina.model.event_context import merge_context_json
 from lamina.testing import make_assembler
 
@@ -105,3 +106,16 @@ def test_merged_records_are_copies_the_blocks_cannot_be_changed_through(
             stack.extend(value)
             value.append("changed")
     assert records == before
+
+
+OFFSETS = st.one_of(
+    st.none(),
+    st.timedeltas(min_value=timedelta(hours=-23, minutes=-59), max_value=timedelta(hours=23)).map(
+        timezone
+    ),
+)
+
+
+@given(st.datetimes(timezones=OFFSETS))
+def test_the_events_time_is_written_as_isoformat_writes_it(when: datetime) -> None:
+    assert iso_time(when) == when.isoformat()

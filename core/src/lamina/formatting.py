@@ -98,4 +98,6 @@ def markdown_fence(s: str) -> str:
 def one_line(s: str) -> str:
     """``s`` with every line break (and the blanks around it) collapsed to one space, so it
     cannot start a new line of structure (a heading, a fence, a tag)."""
+    if not s:  # most blocks have no title: no regular expression to run
+        return s
     return _LINE_BREAKS.sub(" ", s).strip()

@@ -22,6 +22,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import attrs
 
 from lamina.model.context import AssembledContext
+from lamina.model.fields import SCHEMA_BOUNDS
 from lamina.model.messages import PART_TAGS, Part
 from lamina.model.report import AssemblyReport
 from lamina.model.result import AgentResult
@@ -164,6 +165,9 @@ def _constraints(validator: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if validator is None:
         return out
+    for check, key, bound in SCHEMA_BOUNDS:  # (validators may be lists: compared by identity)
+        if validator is check:
+            out[key] = bound
     for inner in getattr(validator, "_validators", None) or ():
         out.update(_constraints(inner))
     if hasattr(validator, "validator"):  # optional(...)

@@ -8,12 +8,12 @@ themselves are loaded by ``lamina.encodings`` (re-exported here, where they were
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable, Sequence
 
 from lamina.blank_runs import BLANK_RUN, ORDINARY_LIMIT, cut_blank_runs
 from lamina.checked_tokenizer import CheckedTokenizer
+from lamina.digests import sha256
 from lamina.encodings import (
     CACHE_HASHES,
     ENCODING_HASHES,
@@ -63,13 +63,15 @@ RECURRING = 64
 
 def _key(text: str) -> bytes:
     """A text's key in ``TokenCounter`` 's memo: its sha256 digest."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    data = text.encode("utf-8", "surrogatepass")
+    digest: bytes = sha256(data).digest()
+    return digest
 
 
 class TokenCounter:
     """Memoizes ``tokenizer.count`` by a caller-supplied key or a sha256 digest of the text
-    (hardware-accelerated on current CPUs, so hashing costs a fraction of counting), so the
-    same content is tokenized once; safe to share between threads.
+    (``lamina.digests``: a fraction of counting's cost), so the same content is tokenized
+    once; safe to share between threads.
 
     Each new count is checked (``CheckedTokenizer``), so a plugin's bad count is an error
     naming ``plugin``; ``checked`` is the tokenizer to hand truncators and summarizers. The

@@ -3,7 +3,6 @@ final text exactly; if BPE merges across joins put it over, cut a little more an
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from lamina.assembly.fit import Fitter
 from lamina.assembly.measure import Measurer
 from lamina.assembly.state import Formatted, InFlight, Item, order_key, total
+from lamina.digests import KEPT, sha256
 from lamina.errors import BudgetError
 from lamina.model.budget import BudgetUsage
 from lamina.model.chunked import Chunked
@@ -91,7 +91,7 @@ def _seal(item: Item) -> bytes:
 
 def _start(system: str, before: str) -> Any:
     """The stable prefix's hash fed with what comes before the history messages."""
-    prefix = hashlib.sha256(system.encode("utf-8", "surrogatepass"))
+    prefix = sha256(system.encode("utf-8", "surrogatepass"), short=KEPT)
     if before:
         prefix.update(b"\x00" + before.encode("utf-8", "surrogatepass"))
     return prefix

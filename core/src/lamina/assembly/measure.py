@@ -167,7 +167,8 @@ class Measurer:
             )
         text_tokens = self.counter.count(self.render(item)) if block.body else 0
         images = sum(IMAGE_TOKENS for p in block.content if isinstance(p, ImagePart))
-        return text_tokens + images + self.counter.count(self.formatter(item).separator)
+        # (a formatter's separator is the same string every time: counted without a digest)
+        return text_tokens + images + self.counter.count_recurring(self.formatter(item).separator)
 
     def marker(self, count: int) -> Item:
         """The required history item that marks ``count`` cut blocks, measured (its block

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Literal
 
-from attrs import Attribute, converters, evolve, field, frozen, validators
+from attrs import Attribute, evolve, field, frozen
 
+from lamina.digests import SHORT, sha256
+from lamina.model.fields import cleaned_or_none, non_negative, non_negative_or_none
 from lamina.model.messages import MessageRole, Part, TextPart, ToolResultPart, part_text
-from lamina.model.text import clean
 
 #: Where a block lands in the request. ``system``, ``history`` and ``event`` are the three
 #: physical layers of the Broker design; ``before_history`` / ``after_history`` are the
@@ -31,7 +31,8 @@ _UTF8, _PASS = "utf-8", "surrogatepass"
 
 def content_hash(parts: tuple[Part, ...]) -> str:
     """A stable sha256 over a block's parts (type tag and fields, in order)."""
-    h = hashlib.sha256()
+    first = parts[0] if len(parts) == 1 else None  # one text part: its size is known
+    h = sha256(b"", len(first.text) if type(first) is TextPart else SHORT)
     for p in parts:
         if type(p) is TextPart:  # the same bytes as below, without attrs' generated repr
             h.update(b"TextPart\x00TextPart(text=")  # (three updates: no bytes formatting)
@@ -42,7 +43,8 @@ def content_hash(parts: tuple[Part, ...]) -> str:
         h.update(b"\x00")
         h.update(repr(p).encode("utf-8", "surrogatepass"))
         h.update(b"\x01")
-    return h.hexdigest()
+    digest: str = h.hexdigest()
+    return digest
 
 
 @frozen(kw_only=True)
@@ -79,15 +81,15 @@ class Block:
     role: MessageRole | None = None
     priority: float = field(default=0.5, validator=_unit_interval)
     truncation: str = "end"
-    min_tokens: int = field(default=0, validator=validators.ge(0))
-    max_tokens: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
+    min_tokens: int = field(default=0, validator=non_negative)
+    max_tokens: int | None = field(default=None, validator=non_negative_or_none)
     required: bool | None = None
     summarizable: bool = False
     group: str | None = None
-    title: str | None = field(default=None, converter=converters.optional(clean))
-    tag: str | None = field(default=None, converter=converters.optional(clean))
+    title: str | None = field(default=None, converter=cleaned_or_none)
+    tag: str | None = field(default=None, converter=cleaned_or_none)
     trusted: bool = False
-    token_count: int | None = field(default=None, validator=validators.optional(validators.ge(0)))
+    token_count: int | None = field(default=None, validator=non_negative_or_none)
     counted_by: str | None = None
     pre_truncated: str | None = None
     provenance: Provenance = field(factory=Provenance)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attrs import field, frozen, validators
 
-_nonneg = validators.ge(0)
+from lamina.model.fields import non_negative as _nonneg
 
 
 @frozen(kw_only=True)
