@@ -44,11 +44,7 @@ def iso_time(when: datetime) -> str:
     ``printf``, code a request would otherwise run only for this one line (cold in the
     caches each time, some 170 lines of 64 bytes)."""
     two = _TWO
-    text = (
-        f"{when.year:04d}-{two[when.month]}-{two[when.day]}"
-        if when.year < 1000
-        else f"{when.year}-{two[when.month]}-{two[when.day]}"
-    )
+    text = f"{str(when.year).zfill(4)}-{two[when.month]}-{two[when.day]}"
     text = f"{text}T{two[when.hour]}:{two[when.minute]}:{two[when.second]}"
     if when.microsecond:
         text = f"{text}.{str(1_000_000 + when.microsecond)[1:]}"

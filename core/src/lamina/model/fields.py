@@ -19,8 +19,8 @@ def non_negative(_inst: object, attr: Attribute[Any], value: int) -> None:
 
 def non_negative_or_none(_inst: object, attr: Attribute[Any], value: int | None) -> None:
     """``validators.optional(validators.ge(0))``, with its message."""
-    if value is not None and value < 0:
-        raise ValueError(f"'{attr.name}' must be >= 0: {value}")
+    if value is not None:
+        non_negative(_inst, attr, value)
 
 
 def cleaned_or_none(value: str | None) -> str | None:
