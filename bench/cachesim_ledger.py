@@ -24,6 +24,9 @@ each side ran and the bytes of their bytecode (which the processor reads as data
 per phase, each in the whole request, so a phase is charged for the lines it brings in after
 the ones before it), and the session's work around the kernel as the rest.
 
+``--no-pipeline`` runs the loop with ``bench_ledger.py`` 's probe of that name (the kernel
+stops after gather and answers with an earlier context): a bound, not a figure of Lamina.
+
 ``--keep DIR`` keeps callgrind's output files, so ``callgrind_annotate --inclusive=no`` can
 show which of the interpreter's and libraries' C functions the lines were for (and
 ``--tree=caller`` who called them).
@@ -151,7 +154,14 @@ def _count_phase(phase: str) -> Any:
 
 
 def replay(
-    folder: Path, side: str, turns: int, warm: int, requests: int, profile: bool, phase: str | None
+    folder: Path,
+    side: str,
+    turns: int,
+    warm: int,
+    requests: int,
+    profile: bool,
+    phase: str | None,
+    no_pipeline: bool = False,
 ) -> None:
     """The loop from turn ``turns`` on, on a copy of the ledger: ``warm`` turns, then
     ``requests`` whose ``side`` call runs inside ``sys.call_tracing`` (with ``phase``, only
@@ -190,6 +200,8 @@ def replay(
     with a, LedgerSession(a) as s:
         for i in range(turns, turns + warm + requests):
             request = a.request(session[i][0].text)
+            if no_pipeline and i == turns + warm - 1:  # (this request's context is the answer)
+                bl.without_pipeline()
             if i == turns + warm // 2:  # the peer's tokenizer, as bench_ledger builds it
                 encode = load_encoding("o200k_base").encode_ordinary
             asked = made["asks"][i] if encode is None else None
@@ -259,13 +271,15 @@ def _lines(events: dict[str, float]) -> float:
 
 
 def _loop_args(args: argparse.Namespace) -> list[str]:
-    return [f"--turns={args.turns}", f"--warm={args.warm}", f"--requests={args.requests}"]
+    out = [f"--turns={args.turns}", f"--warm={args.warm}", f"--requests={args.requests}"]
+    return [*out, "--no-pipeline"] if args.no_pipeline else out
 
 
 def footprint(folder: Path, args: argparse.Namespace, side: str) -> dict[str, int]:
     """The Python functions ``side`` ran in the first measured request, and their bytecode."""
     command = [sys.executable, __file__, "--replay", side, str(folder), "--profile"]
     loop = [f"--turns={args.turns}", f"--warm={args.warm}", "--requests=1"]
+    loop += ["--no-pipeline"] if args.no_pipeline else []
     out = subprocess.run([*command, *loop], check=True, capture_output=True, text=True).stdout
     found: dict[str, int] = json.loads(out.strip().splitlines()[-1])
     return found
@@ -284,6 +298,11 @@ def main() -> int:
         "--phases", action="store_true", help="also count each kernel phase of Lamina's request"
     )
     parser.add_argument(
+        "--no-pipeline",
+        action="store_true",
+        help="the probe of bench_ledger.py --no-pipeline: the kernel stops after gather",
+    )
+    parser.add_argument(
         "--keep",
         type=Path,
         help="copy callgrind's output files here (read them with callgrind_annotate)",
@@ -298,6 +317,7 @@ def main() -> int:
             args.requests,
             args.profile,
             args.phase,
+            args.no_pipeline,
         )
         return 0
     if shutil.which("valgrind") is None:
