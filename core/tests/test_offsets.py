@@ -111,6 +111,36 @@ def test_concurrent_readers_see_the_same_offsets() -> None:
         assert found[:-1] == [expected[i] for i in rng.sample(range(len(expected)), 5_000)]
 
 
+@pytest.mark.parametrize("runs", [True, False])
+def test_an_offset_is_found_from_the_nearest_known_one(runs: bool) -> None:
+    """The middle of a long text: its tokens from the nearer end are decoded in one run (a
+    tokenizer that decodes runs) or one by one (raw bytes among the ids), once; an offset
+    near a known one decodes only the tokens between."""
+    # Token t is two characters: "é!" (three bytes) for odd t, "ab" for even; 100,000 tokens.
+    ids = array("I", range(100_000))
+    decoded: list[int] = []
+
+    def bytes_of(found: int) -> bytes:
+        return "é!".encode() if found % 2 else b"ab"
+
+    def token_bytes(found: int) -> bytes:
+        decoded.append(1)
+        return bytes_of(found)
+
+    def run_bytes(run: Any) -> bytes:
+        decoded.append(len(run))
+        return b"".join(map(bytes_of, run))
+
+    lazy = Offsets(ids, 200_000, token_bytes, run_bytes if runs else None)
+    assert lazy[50_000] == 100_000
+    assert sum(decoded) == 50_001  # the run from the start (or end), then token 50,000 itself
+    assert len(decoded) == (2 if runs else 50_001)
+    decoded.clear()
+    assert lazy[50_010] == 100_020 and lazy[-2] == 199_996 and lazy[50_000] == 100_000
+    assert sum(decoded) <= 10 + 2 + 3  # the ten tokens between, one at the end, and each asked
+    assert list(lazy[49_999:50_002]) == [99_998, 100_000, 100_002]
+
+
 def test_the_kept_offsets_are_bounded() -> None:
     kept = LongTexts(tokens=10)
     made: list[str] = []

@@ -1,15 +1,17 @@
 """Where each token of a text starts, as truncation cuts on: a character offset per token.
 
-Truncation asks for the offsets of the first and the last few thousand tokens of a text,
-whatever its length. For a long text (a file read, a log) they are computed as they are asked
-for, from the nearer end, and the last few long texts' are kept: a big tool result capped on
-every request of a session is tokenized once, not on every request.
+Truncation asks for the offsets of a few tokens of a text, whatever its length: where a cut
+falls, tried a few times. For a long text (a file read, a log, a Loom document) each is
+computed when asked for, from the nearest offset already known, a run of tokens decoded at
+once, and the last few long texts' are kept: a big tool result capped on every request of a
+session is tokenized once, not on every request.
 """
 
 from __future__ import annotations
 
 import threading
 from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import overload
 
@@ -39,30 +41,29 @@ def offsets_of(tokens: Iterable[bytes]) -> list[int]:
 
 class Offsets(Sequence[int]):
     """The offsets of a text's tokens (``ids``, ``length`` characters; ``token_bytes``
-    gives a token's bytes), each computed when first asked for: the first ones from the
-    start, the last ones from the end (a text's characters are its tokens' lead bytes, so an
-    offset is also ``length`` less the characters from it on). Equal to the list of the same
-    offsets; safe to share between threads."""
+    gives a token's bytes, ``run_bytes`` a run of tokens' bytes at once), each computed when
+    first asked for. A text's characters are its tokens' lead bytes, so the characters before
+    a token are those before a known one plus, or minus, the lead bytes of the tokens between:
+    an offset is found from the nearest known one (at first the text's start and end), and
+    is known from then on. Equal to the list of the same offsets; safe to share between
+    threads."""
 
-    __slots__ = (
-        "_head",
-        "_head_chars",
-        "_ids",
-        "_length",
-        "_lock",
-        "_tail",
-        "_tail_chars",
-        "_token",
-    )
+    __slots__ = ("_at", "_before", "_ids", "_length", "_lock", "_run", "_token")
 
-    def __init__(self, ids: array[int], length: int, token_bytes: Callable[[int], bytes]) -> None:
+    def __init__(
+        self,
+        ids: array[int],
+        length: int,
+        token_bytes: Callable[[int], bytes],
+        run_bytes: Callable[[Sequence[int]], bytes] | None = None,
+    ) -> None:
         self._ids = ids
         self._length = length
         self._token = token_bytes
-        self._head: array[int] = array("q")  # offsets of tokens 0, 1, ...
-        self._head_chars = 0  # characters of those tokens
-        self._tail: array[int] = array("q")  # offsets of tokens n-1, n-2, ...
-        self._tail_chars = 0
+        self._run = run_bytes
+        # Token indices whose offset is known, ascending, and the characters before each.
+        self._at: array[int] = array("q", [0, len(ids)])
+        self._before: array[int] = array("q", [0, length])
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -81,38 +82,33 @@ class Offsets(Sequence[int]):
         i = index + n if index < 0 else index
         if not 0 <= i < n:
             raise IndexError("token index out of range")
-        if i < len(self._head):
-            return self._head[i]
-        if n - 1 - i < len(self._tail):
-            return self._tail[n - 1 - i]
         with self._lock:
-            if i - len(self._head) <= n - 1 - i - len(self._tail):
-                self._extend_head(i + 1)
-                return self._head[i]
-            self._extend_tail(n - i)
-            return self._tail[n - 1 - i]
+            before = self._chars_before(i)
+        return before - _inside(self._token(self._ids[i]))
 
-    def _extend_head(self, count: int) -> None:
-        head, ids, token, chars = self._head, self._ids, self._token, self._head_chars
-        for j in range(len(head), count):
-            found = token(ids[j])
-            head.append(chars - _inside(found))
-            chars += _chars(found)
-        self._head_chars = chars
+    def _chars_before(self, i: int) -> int:
+        """The characters of the tokens before token ``i``, from the nearest known offset."""
+        at, before = self._at, self._before
+        k = bisect_right(at, i) - 1  # at[k] <= i < at[k + 1]: the text's end is known
+        if at[k] == i:
+            return before[k]
+        if i - at[k] <= at[k + 1] - i:
+            found = before[k] + self._chars(at[k], i)
+        else:
+            found = before[k + 1] - self._chars(i, at[k + 1])
+        at.insert(k + 1, i)
+        before.insert(k + 1, found)
+        return found
 
-    def _extend_tail(self, count: int) -> None:
-        tail, ids, token, chars = self._tail, self._ids, self._token, self._tail_chars
-        n = len(ids)
-        for j in range(n - 1 - len(tail), n - 1 - count, -1):
-            found = token(ids[j])
-            chars += _chars(found)
-            tail.append(self._length - chars - _inside(found))
-        self._tail_chars = chars
+    def _chars(self, start: int, stop: int) -> int:
+        """The characters that start in tokens ``start`` to ``stop`` (excluded)."""
+        if self._run is not None:
+            return _chars(self._run(self._ids[start:stop]))
+        token = self._token
+        return sum(_chars(token(found)) for found in self._ids[start:stop])
 
     def __iter__(self) -> Iterator[int]:
-        with self._lock:
-            self._extend_head(len(self._ids))
-        return iter(self._head)
+        return iter(offsets_of(map(self._token, self._ids)))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):

@@ -199,14 +199,15 @@ class TiktokenTokenizer:
                 raw = True
             else:
                 ids.extend(segment)
-        decode: Callable[[int], bytes] = self._bpe().decode_single_token_bytes
+        bpe = self._bpe()
+        decode: Callable[[int], bytes] = bpe.decode_single_token_bytes
         if raw:
 
             def token_bytes(found: int) -> bytes:
                 return bytes((found - _RAW,)) if found >= _RAW else decode(found)
 
             return Offsets(ids, len(text), token_bytes)
-        return Offsets(ids, len(text), decode)
+        return Offsets(ids, len(text), decode, bpe.decode_bytes)
 
     def _segments(self, text: str) -> list[Segment]:
         """The tokens of ``text``: lone surrogates count as U+FFFD (one for one, so offsets

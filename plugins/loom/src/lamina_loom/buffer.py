@@ -220,36 +220,33 @@ def _fit(
     if tokens(cut_for(0, marker)) > available:
         return cut_for(0, ""), floor  # the caller checked that prefix + recent fit
     guess = available - floor - (tokenizer.count(marker) if marker else 0)
-    best = cut_for(_search(n, lambda k: tokens(cut_for(k, marker)) <= available, guess), marker)
+    best = cut_for(_search(n, lambda k: tokens(cut_for(k, marker)), available, guess), marker)
     return best, tokens(best)
 
 
-def _search(n: int, ok: Callable[[int], bool], guess: int) -> int:
-    """The largest ``k`` in ``0..n-1`` with ``ok(k)`` (``ok(0)`` holds), ``ok`` falling once
-    as ``k`` grows: steps that double away from ``guess`` until the answer lies between two
-    tried values, then bisection. Each try counts a whole document, so a close guess saves
-    most of them."""
-    if n <= 1:
-        return 0
-    guess = min(max(guess, 0), n - 1)
-    step = 1
-    if ok(guess):
-        lo, hi = guess, n
-        while lo + step < n:
-            if not ok(lo + step):
-                hi = lo + step
-                break
-            lo, step = lo + step, step * 2
-    else:
-        lo, hi = 0, guess
-        while hi - step > 0:
-            if ok(hi - step):
-                lo = hi - step
-                break
-            hi, step = hi - step, step * 2
+#: Tries ``_search`` steps by a try's count before it bisects.
+_GUESSES = 8
+
+
+def _search(n: int, tokens_at: Callable[[int], int], available: int, guess: int) -> int:
+    """The largest ``k`` in ``0..n-1`` whose document (``tokens_at(k)`` tokens) fits
+    ``available`` (``k = 0`` 's does; fitting stops once as ``k`` grows). Each try counts a
+    whole document, and its count says how far off it is: the next try is that many tokens
+    away, so a close guess takes two or three tries; after ``_GUESSES``, bisection."""
+    lo, hi = 0, n  # k = lo fits; k = hi does not (n: past the last)
+    probe = guess
+    for _ in range(_GUESSES):
+        probe = min(max(probe, lo + 1), hi - 1)
+        if not lo < probe < hi:
+            break
+        tokens = tokens_at(probe)
+        if tokens <= available:
+            lo, probe = probe, probe + max(1, available - tokens)
+        else:
+            hi, probe = probe, probe - max(1, tokens - available)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if ok(mid):
+        if tokens_at(mid) <= available:
             lo = mid
         else:
             hi = mid
