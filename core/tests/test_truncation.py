@@ -15,6 +15,7 @@ from lamina.truncation import (
     END_MARKER,
     MIDDLE_MARKER,
     START_MARKER,
+    longest_fitting,
     truncate_end,
     truncate_middle,
     truncate_never,
@@ -183,3 +184,40 @@ def test_truncators_plugin_records() -> None:
     assert records["middle"].truncate is truncate_middle
     assert records["never"].truncate is truncate_never
     assert all(r.description for r in records.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 20_000),
+    data=st.data(),
+    off=st.integers(-5000, 5000),
+)
+def test_the_longest_fitting_cut_is_found_from_any_guess(
+    n: int, data: st.DataObject, off: int
+) -> None:
+    """``longest_fitting`` finds the largest ``k`` that fits whatever the guess, and from the
+    guess a cutter makes (the room left once the fixed parts are counted; the joins may merge
+    a token or two) it counts two to four candidates, not the dozen or more a bisection over
+    thousands of tokens takes; never more than its guesses and a bisection."""
+    # A candidate's tokens as ``k`` grows: one more per kept token, less what the joins merge
+    # (0 to 2), and never fewer for more kept.
+    base = data.draw(st.integers(0, 50))
+    joins = data.draw(st.randoms(use_true_random=False))
+    tokens: list[int] = []
+    for k in range(n):
+        tokens.append(max(tokens[-1] if tokens else 0, base + k - joins.choice((0, 0, 1, 2))))
+    limit = data.draw(st.integers(tokens[0] - 3, tokens[-1] + 5))
+    fitting = [k for k in range(n) if tokens[k] <= limit]
+    tried: list[int] = []
+
+    def tokens_at(k: int) -> int:
+        assert 0 <= k < n and k not in tried  # within bounds, and never counted twice
+        tried.append(k)
+        return tokens[k]
+
+    expected = fitting[-1] if fitting else -1
+    assert longest_fitting(tokens_at, limit, fits=-1, fails=n, guess=expected + off) == expected
+    assert len(tried) <= 6 + n.bit_length() + 1
+    tried.clear()
+    assert longest_fitting(tokens_at, limit, fits=-1, fails=n, guess=limit - base) == expected
+    assert len(tried) <= 4

@@ -222,6 +222,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (``X as X``: re-exported)
     from lamina.serde import (
         unstructure as unstructure,
     )
+    from lamina.truncation import longest_fitting as longest_fitting
     from lamina.wording import counted as counted
     from lamina.wording import plural as plural
 
@@ -305,6 +306,7 @@ _EXPORTS: dict[str, str] = {
     "html_page": "lamina.html.shell",
     "inert_without_section": "lamina.config",
     "load_config": "lamina.config",
+    "longest_fitting": "lamina.truncation",
     "progress": "lamina.log",
     "structure": "lamina.serde",
     "to_json": "lamina.serde",

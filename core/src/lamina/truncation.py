@@ -15,6 +15,7 @@ __all__ = [
     "END_MARKER",
     "MIDDLE_MARKER",
     "START_MARKER",
+    "longest_fitting",
     "truncate_end",
     "truncate_middle",
     "truncate_never",
@@ -29,6 +30,38 @@ START_MARKER = "[truncated …]\n"
 MIDDLE_MARKER = "\n[… truncated …]\n"
 #: Probes placed by the last count's distance from the limit before the search bisects.
 _GUESSES = 6
+
+
+def longest_fitting(
+    tokens_at: Callable[[int], int], limit: int, *, fits: int, fails: int, guess: int
+) -> int:
+    """The largest ``k`` between ``fits`` and ``fails`` whose candidate (``tokens_at(k)``
+    tokens) is within ``limit``, or ``fits`` when none is. ``fits``: a ``k`` known to fit, or
+    just below the least worth trying; ``fails``: one known not to, or just past the last;
+    fitting stops once as ``k`` grows.
+
+    For cuts that must be counted whole (BPE is not prefix-stable: a cut can re-merge into
+    more or fewer tokens). A candidate's count says how far off it is, so the next try is that
+    many away, starting at ``guess``: a close guess takes two or three counts. After
+    ``_GUESSES`` such tries it bisects, so never more than O(log n). The truncators here and
+    Loom's buffer mode cut with it."""
+    lo, hi, probe = fits, fails, guess
+    for _ in range(_GUESSES):
+        probe = min(max(probe, lo + 1), hi - 1)
+        if not lo < probe < hi:
+            return lo
+        tokens = tokens_at(probe)
+        if tokens <= limit:
+            lo, probe = probe, probe + max(1, limit - tokens)
+        else:
+            hi, probe = probe, probe - max(1, tokens - limit)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tokens_at(mid) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _fit(
@@ -47,25 +80,20 @@ def _fit(
     if tokenizer.count(text) <= max_tokens:
         return text
     bounds = tokenizer.boundaries(text)
-    best: str | None = None
-    # Invariant: candidate ``lo`` fits (or lo is below ``fewest``); candidate ``hi`` does not
-    # (or hi is the whole text). If nothing fits, ``fewest`` itself is the last one probed.
-    lo, hi = fewest(bounds) - 1, len(bounds)
-    # A candidate's count says how far off it is, so the next probe is that many tokens away
-    # (a long text is counted a few times, not log n); after ``_GUESSES`` guesses, bisect.
-    probe, guesses = max_tokens, 0
-    while hi - lo > 1:
-        mid = probe if lo < probe < hi and guesses < _GUESSES else (lo + hi) // 2
-        candidate = build(bounds, mid)
+    fitting: list[str] = []  # the candidate of the largest ``kept`` that fit so far
+
+    def tokens_at(kept: int) -> int:
+        candidate = build(bounds, kept)
         tokens = tokenizer.count(candidate)
-        if tokens <= max_tokens:
-            lo, best = mid, candidate
-            probe = mid + max(1, max_tokens - tokens)
-        else:
-            hi = mid
-            probe = mid - max(1, tokens - max_tokens)
-        guesses += 1
-    return best
+        if tokens <= max_tokens:  # (the search only tries a larger ``kept`` after a fit)
+            fitting[:] = [candidate]
+        return tokens
+
+    least = fewest(bounds)
+    kept = longest_fitting(
+        tokens_at, max_tokens, fits=least - 1, fails=len(bounds), guess=max_tokens
+    )
+    return fitting[0] if kept >= least else None
 
 
 def _first_cut(bounds: Sequence[int]) -> int:

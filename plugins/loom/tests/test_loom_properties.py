@@ -173,34 +173,3 @@ def test_buffer_guarantees(loom, tree, cap, working, model):
         assert tree.preferences.truncation_strategy != "stopAtLimit"
     else:
         assert not result.removed_nodes and not result.cut_nodes
-
-
-@given(
-    n=st.integers(1, 3000),
-    data=st.data(),
-    off=st.integers(-5000, 5000),
-)
-def test_the_buffer_search_finds_the_last_fitting_cut_from_any_guess(n, data, off):
-    """Buffer mode's search (each try counts a whole document) finds the largest ``k`` that
-    fits whatever the guess, and from the guess buffer mode makes (the room left, which the
-    joins may make a token or two off) it tries two or three, not the dozen a bisection over
-    thousands of tokens takes."""
-    from lamina_loom.buffer import _search
-
-    # A document's tokens as ``k`` grows: one more per kept token, and now and then a join
-    # merging two tokens or splitting one (never fewer for more kept).
-    steps = data.draw(st.lists(st.sampled_from([1, 1, 1, 0, 2]), min_size=n, max_size=n))
-    base = data.draw(st.integers(0, 50))
-    tokens = [base + sum(steps[:k]) for k in range(n)]
-    available = data.draw(st.integers(tokens[0], tokens[-1] + 5))
-    last = max(k for k in range(n) if tokens[k] <= available)
-    tried: list[int] = []
-
-    def tokens_at(k: int) -> int:
-        tried.append(k)
-        return tokens[k]
-
-    assert _search(n, tokens_at, available, last + off) == last
-    tried.clear()
-    assert _search(n, tokens_at, available, available - base) == last
-    assert len(tried) <= 3 or max(steps, default=1) != 1

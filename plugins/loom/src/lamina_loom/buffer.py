@@ -4,11 +4,11 @@ the budget by cutting on the tokenizer's token boundaries (as the kernel's trunc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 
 from attrs import frozen
 
-from lamina import BudgetError, Tokenizer
+from lamina import BudgetError, Tokenizer, longest_fitting
 from lamina_loom.dialogue import system_pieces
 from lamina_loom.errors import LoomError
 from lamina_loom.model import Preferences, Tree
@@ -220,34 +220,8 @@ def _fit(
     if tokens(cut_for(0, marker)) > available:
         return cut_for(0, ""), floor  # the caller checked that prefix + recent fit
     guess = available - floor - (tokenizer.count(marker) if marker else 0)
-    best = cut_for(_search(n, lambda k: tokens(cut_for(k, marker)), available, guess), marker)
+    kept = longest_fitting(
+        lambda k: tokens(cut_for(k, marker)), available, fits=0, fails=n, guess=guess
+    )
+    best = cut_for(kept, marker)
     return best, tokens(best)
-
-
-#: Tries ``_search`` steps by a try's count before it bisects.
-_GUESSES = 8
-
-
-def _search(n: int, tokens_at: Callable[[int], int], available: int, guess: int) -> int:
-    """The largest ``k`` in ``0..n-1`` whose document (``tokens_at(k)`` tokens) fits
-    ``available`` (``k = 0`` 's does; fitting stops once as ``k`` grows). Each try counts a
-    whole document, and its count says how far off it is: the next try is that many tokens
-    away, so a close guess takes two or three tries; after ``_GUESSES``, bisection."""
-    lo, hi = 0, n  # k = lo fits; k = hi does not (n: past the last)
-    probe = guess
-    for _ in range(_GUESSES):
-        probe = min(max(probe, lo + 1), hi - 1)
-        if not lo < probe < hi:
-            break
-        tokens = tokens_at(probe)
-        if tokens <= available:
-            lo, probe = probe, probe + max(1, available - tokens)
-        else:
-            hi, probe = probe, probe - max(1, tokens - available)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if tokens_at(mid) <= available:
-            lo = mid
-        else:
-            hi = mid
-    return lo
