@@ -16,9 +16,14 @@ Two loops, each timed in both modes:
   the call assembles that node, as after every new node. The save writes the new rows only
   and the store keeps the tree it saved, so neither side decodes it; both walk it afresh.
 
+``--node-metadata`` turns on Loom's node metadata lines (each node's text starts with a line
+naming it, its parent and its children); the hand-rolled peer sends none, so the ratio then
+says what the lines cost on top of the same work.
+
 Medians of ``--repeat`` calls per side, interleaved, ``gc.collect()`` before each (so neither
 side pays for collecting the other's garbage), and their ratio (Lamina / peer).
-Run: ``.venv/bin/python bench/bench_loom.py [--nodes 2000] [--repeat 12] [--text source]``
+Run: ``.venv/bin/python bench/bench_loom.py [--nodes 2000] [--repeat 12] [--text source]
+[--node-metadata]``
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from cache_shapes import Source
 from lamina_loom import Edge, EdgeSource, Loom, Node, SQLiteStore, Tree
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
 
+from lamina import LaminaConfig
 from lamina.tokens import load_encoding
 
 #: gpt-4o's window less the Loom default response buffer.
@@ -116,6 +122,11 @@ def main(argv: list[str] | None = None) -> None:
         default="prose",
         help="what the nodes hold: numbered prose (default) or standard-library source",
     )
+    parser.add_argument(
+        "--node-metadata",
+        action="store_true",
+        help="Loom's node metadata lines on (the peer sends none)",
+    )
     args = parser.parse_args(argv)
     # The chain, and the nodes the grow loop adds after it (made of the same text).
     pool = build_tree(args.nodes + 4 * args.repeat + 8, args.text)
@@ -124,7 +135,11 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(f"{tmp}/loom.db")
         store.save(tree)
-        with Loom(store) as loom:
+        config = LaminaConfig()
+        config = evolve(config, budget=evolve(config.budget, reserve_tools=0))  # (Loom's own)
+        if args.node_metadata:
+            config = evolve(config, sections={"loom": {"node_metadata": True}})
+        with Loom(store, config=config) as loom:
             dialogue, buffer, arrived = peer(store, tree)
             grown = [tree]
 

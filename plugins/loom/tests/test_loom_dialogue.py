@@ -15,12 +15,14 @@ from lamina_loom import (
     Stash,
     Tree,
 )
+from lamina_loom.dialogue import plan_dialogue
 from lamina_loom.render import (
     ADDENDUM_HEAD,
     ADDENDUM_LOOM_CONTEXT,
     ADDENDUM_MEMORY,
     ADDENDUM_NODE_METADATA,
 )
+from lamina_loom.settings import Settings
 
 from lamina import Adapter, BudgetError, ImagePart, Message, TextPart, Usage, hookimpl
 
@@ -218,6 +220,44 @@ def test_node_metadata_inline_and_loom_blocks(loom_config, loom_for, story):
         "Permissions: read, branch\n```"
     )
     assert result.messages[-1] == result.context.current_message
+
+
+class CountedEdges(tuple):  # type: ignore[type-arg]
+    """A tree's edges that count how often they are walked."""
+
+    walks = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        CountedEdges.walks += 1
+        return super().__iter__()
+
+
+def test_metadata_lines_find_children_without_walking_every_edge():
+    """Each node's metadata line names its children: a tree indexes them when it is built,
+    so a path's lines cost what the path holds, not the path times the edges."""
+    from lamina_loom import Edge, EdgeSource, Node
+
+    nodes = [Node(id=f"n{i}", author_type="human", content=f"turn {i}") for i in range(300)]
+    nodes.append(Node(id="side", author_type="model", content="a branch"))
+    edges = [
+        Edge(id=f"e{i}", target=f"n{i}", sources=(EdgeSource(node=f"n{i - 1}"),))
+        for i in range(1, 300)
+    ]
+    edges.append(Edge(id="e-side", target="side", sources=(EdgeSource(node="n0"),)))
+    tree = Tree(id="long", nodes=tuple(nodes), edges=CountedEdges(edges))
+    assert tree.children("n0") == ("n1", "side") and tree.children("n299") == ()
+    assert tree.children("side") == ()
+    settings = Settings(node_metadata=True, loom_context=True)
+    CountedEdges.walks = 0
+    plan = plan_dialogue(tree, "n299", settings=settings)
+    assert CountedEdges.walks <= 2  # (not once per node)
+    assert (
+        plan.messages[0]
+        .parts[0]
+        .text.startswith(  # type: ignore[union-attr]
+            "[loom node=n0 author=human parent=none children=n1,side]\nturn 0"
+        )
+    )
 
 
 def with_loom(loom_config, **section):  # type: ignore[no-untyped-def]

@@ -159,6 +159,9 @@ class Tree:
     edges: tuple[Edge, ...] = ()
     _by_id: dict[str, Node] = field(init=False, repr=False, eq=False)
     _into: dict[str, Edge] = field(init=False, repr=False, eq=False)
+    #: Each node's children, in edge order (a node's metadata line names them, for every node
+    #: on a path: looked up, not found by scanning every edge).
+    _children: dict[str, tuple[str, ...]] = field(init=False, repr=False, eq=False)
 
     @_by_id.default
     def _index_nodes(self) -> dict[str, Node]:
@@ -206,6 +209,13 @@ class Tree:
             into[edge.target] = edge
         return into
 
+    @_children.default
+    def _index_children(self) -> dict[str, tuple[str, ...]]:
+        found: dict[str, list[str]] = {}
+        for edge in self.edges:  # (each has one primary source: checked just before)
+            found.setdefault(edge.primary, []).append(edge.target)
+        return {parent: tuple(children) for parent, children in found.items()}
+
     def __attrs_post_init__(self) -> None:
         state: dict[str, int] = {}  # 1: on the current walk, 2: known to reach a root
         for start in self._by_id:
@@ -243,4 +253,4 @@ class Tree:
 
     def children(self, node_id: str) -> tuple[str, ...]:
         """Nodes whose primary source is ``node_id``, in edge order."""
-        return tuple(e.target for e in self.edges if e.primary == node_id)
+        return self._children.get(node_id, ())
