@@ -151,21 +151,47 @@ def plan_dialogue(
             groups.append((role, [entry.node]))
     messages = []
     for role, nodes in groups:
-        chunks = [
-            node_parts(n, n.content, node_header(tree, n) if settings.node_metadata else None)
-            for n in nodes
-        ]
-        parts = merge_parts(chunks, settings.merge_separator)
-        if parts:
-            messages.append(
-                PlannedMessage(role=role, nodes=tuple(n.id for n in nodes), parts=parts)
-            )
+        message = planned_message(tree, role, nodes, settings)
+        if message is not None:
+            messages.append(message)
     if not messages:
         raise LoomError(
             f"nothing to assemble: every node on the path to {current!r} is excluded or empty "
             f"({', '.join(f'{n} ({why})' for n, why in selection.excluded) or 'all empty'})",
             tree=tree.id,
         )
+    return DialoguePlan(
+        tree=tree,
+        selection=selection,
+        system=tuple(system),
+        messages=tuple(messages),
+        extras=plan_extras(tree, selection.path, settings, permissions, memory),
+    )
+
+
+def planned_message(
+    tree: Tree, role: MessageRole, nodes: Sequence[Node], settings: Settings
+) -> PlannedMessage | None:
+    """The message of consecutive same-role ``nodes`` (each behind its metadata line when
+    ``node_metadata`` is on), ``None`` when they hold nothing to send."""
+    chunks = [
+        node_parts(n, n.content, node_header(tree, n) if settings.node_metadata else None)
+        for n in nodes
+    ]
+    parts = merge_parts(chunks, settings.merge_separator)
+    if not parts:
+        return None
+    return PlannedMessage(role=role, nodes=tuple(n.id for n in nodes), parts=parts)
+
+
+def plan_extras(
+    tree: Tree,
+    path: Sequence[str],
+    settings: Settings,
+    permissions: Sequence[str],
+    memory: OperationalMemory | None,
+) -> tuple[Block, ...]:
+    """The loom-aware blocks after the path: operational memory, then the loom context."""
     extras: list[Block] = []
     if settings.operational_memory and memory:
         extras.append(
@@ -182,18 +208,12 @@ def plan_dialogue(
             Block.text(
                 "loom:context",
                 LOOM_CONTEXT,
-                loom_context(tree, selection.path, permissions),
+                loom_context(tree, path, permissions),
                 title="Loom context",
                 priority=0.6,
             )
         )
-    return DialoguePlan(
-        tree=tree,
-        selection=selection,
-        system=tuple(system),
-        messages=tuple(messages),
-        extras=tuple(extras),
-    )
+    return tuple(extras)
 
 
 def plan_blocks(

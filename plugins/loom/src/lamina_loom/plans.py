@@ -17,6 +17,7 @@ from lamina_loom.dialogue import (
     plan_blocks,
     plan_dialogue,
 )
+from lamina_loom.growth import grown_plan
 from lamina_loom.model import Tree
 from lamina_loom.settings import OperationalMemory, Settings
 
@@ -35,6 +36,9 @@ class Plans:
         self._kept: OrderedDict[Hashable, tuple[DialoguePlan, list[Block] | None]] = OrderedDict()
         self._lock = threading.Lock()
         self._messages: dict[tuple[str, PlannedMessage], Block] = {}
+        # The newest plan of each tree and options: a tree that grew by a node is planned
+        # from it (``grown_plan``).
+        self._newest: OrderedDict[Hashable, DialoguePlan] = OrderedDict()
 
     def plan(
         self,
@@ -57,21 +61,40 @@ class Plans:
             tuple(permissions),
             memory,
         )
+        options = (tree.id, *key[2:])
         with self._lock:
             found = self._kept.get(key)
             if found is not None and found[0].tree is tree:
                 self._kept.move_to_end(key)
                 return found[0]
-        plan = plan_dialogue(
-            tree,
-            current,
-            settings=settings,
-            agent_system=agent_system,
-            include=include,
-            permissions=permissions,
-            memory=memory,
-        )
+            newest = self._newest.get(options)
+        plan = None
+        if newest is not None:
+            plan = grown_plan(
+                newest,
+                tree,
+                current,
+                settings=settings,
+                include=include,
+                permissions=permissions,
+                memory=memory,
+            )
+        if plan is None:
+            plan = plan_dialogue(
+                tree,
+                current,
+                settings=settings,
+                agent_system=agent_system,
+                include=include,
+                permissions=permissions,
+                memory=memory,
+            )
         self._put(key, plan, None)
+        with self._lock:
+            self._newest[options] = plan
+            self._newest.move_to_end(options)
+            while len(self._newest) > KEPT_PLANS:
+                self._newest.popitem(last=False)
         return plan
 
     def blocks(self, plan: DialoguePlan) -> list[Block]:
