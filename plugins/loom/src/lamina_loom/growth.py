@@ -62,7 +62,8 @@ def grown_plan(
     for entry in reversed(entries):
         if last and ROLES[entry.node.author_type] != ROLES[last[0].author_type]:
             break
-        last.insert(0, entry.node)
+        last.append(entry.node)
+    last.reverse()
     messages = list(plan.messages)
     role = ROLES[node.author_type]
     joins = bool(last) and ROLES[last[0].author_type] == role
