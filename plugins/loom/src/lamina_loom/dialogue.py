@@ -58,9 +58,10 @@ class SystemPiece:
     trusted: bool
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, cache_hash=True)
 class PlannedMessage:
-    """One history message: its role, the nodes merged into it, its parts."""
+    """One history message: its role, the nodes merged into it, its parts. Its hash is kept:
+    a plan carried over to a grown tree shares its messages, each looked up once per call."""
 
     role: MessageRole
     nodes: tuple[str, ...]
