@@ -15,7 +15,7 @@ from lamina_loom import (
     Stash,
     Tree,
 )
-from lamina_loom.dialogue import plan_dialogue
+from lamina_loom.dialogue import DialogueOptions, plan_dialogue
 from lamina_loom.render import (
     ADDENDUM_HEAD,
     ADDENDUM_LOOM_CONTEXT,
@@ -249,7 +249,7 @@ def test_metadata_lines_find_children_without_walking_every_edge():
     assert tree.children("side") == ()
     settings = Settings(node_metadata=True, loom_context=True)
     CountedEdges.walks = 0
-    plan = plan_dialogue(tree, "n299", settings=settings)
+    plan = plan_dialogue(tree, "n299", DialogueOptions(settings=settings))
     assert CountedEdges.walks <= 2  # (not once per node)
     assert (
         plan.messages[0]

@@ -22,7 +22,7 @@ from lamina_loom import (
     OperationalMemory,
     Tree,
 )
-from lamina_loom.dialogue import plan_dialogue
+from lamina_loom.dialogue import DialogueOptions, plan_dialogue
 from lamina_loom.paths import exclusion_reason
 from lamina_loom.plans import Plans
 from lamina_loom.settings import Settings
@@ -69,19 +69,19 @@ def test_a_grown_tree_is_planned_as_it_would_be_afresh(data: st.DataObject, leng
         nodes=tuple(chain),
         edges=tuple(data.draw(edges(i)) for i in range(1, length)),
     )
-    options: dict[str, Any] = {
-        "settings": Settings(
+    options = DialogueOptions(
+        settings=Settings(
             node_metadata=data.draw(st.booleans()),
             loom_context=data.draw(st.booleans()),
             operational_memory=data.draw(st.booleans()),
         ),
-        "permissions": data.draw(st.sampled_from([(), ("read",)])),
-        "memory": data.draw(st.sampled_from([None, OperationalMemory(pinned=("pin",))])),
-        "include": data.draw(st.sampled_from([(), ("n0",)])),
-    }
+        permissions=data.draw(st.sampled_from([(), ("read",)])),
+        memory=data.draw(st.sampled_from([None, OperationalMemory(pinned=("pin",))])),
+        include=data.draw(st.sampled_from([(), ("n0",)])),
+    )
     plans = Plans()
     try:
-        plans.plan(tree, f"n{length - 1}", **options)
+        plans.plan(tree, f"n{length - 1}", options)
     except LoomError:  # nothing to send on this path: nothing to grow from
         return
     grown = evolve(
@@ -97,19 +97,19 @@ def test_a_grown_tree_is_planned_as_it_would_be_afresh(data: st.DataObject, leng
 
     current = f"n{length}"
     try:
-        expected = plan_dialogue(grown, current, **options)
+        expected = plan_dialogue(grown, current, options)
     except LoomError as exc:
         with pytest.raises(LoomError, match="nothing to assemble"):
-            plans.plan(grown, current, **options)
+            plans.plan(grown, current, options)
         assert "nothing to assemble" in str(exc)
         return
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(plans_module, "plan_dialogue", counted)
-        assert plans.plan(grown, current, **options) == expected
+        assert plans.plan(grown, current, options) == expected
     # Carried over exactly when it may be: one primary source, and the node kept (an
     # annotation is, when included).
     plain = len(grown.edges[-1].sources) == 1
-    kept = exclusion_reason(grown, grown.nodes[-1], options["include"]) is None
+    kept = exclusion_reason(grown, grown.nodes[-1], options.include) is None
     assert (afresh == []) == (plain and kept)
 
 
@@ -124,8 +124,8 @@ def test_the_previous_plans_messages_are_shared() -> None:
         for i in range(1, 50)
     ]
     tree = Tree(id="t", nodes=tuple(chain[:49]), edges=tuple(links[:48]))
-    plans, options = Plans(), {"settings": Settings()}
-    before = plans.plan(tree, "n48", **options)
-    after = plans.plan(evolve(tree, nodes=tuple(chain), edges=tuple(links)), "n49", **options)
+    plans, options = Plans(), DialogueOptions(settings=Settings())
+    before = plans.plan(tree, "n48", options)
+    after = plans.plan(evolve(tree, nodes=tuple(chain), edges=tuple(links)), "n49", options)
     assert all(a is b for a, b in zip(after.messages, before.messages, strict=False))
     assert len(after.messages) == 50 and after.messages[-1].nodes == ("n49",)

@@ -340,7 +340,7 @@ def planned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(
         plans_module,
         "plan_dialogue",
-        lambda tree, node, **kw: asked.append(node) or real(tree, node, **kw),
+        lambda tree, node, options: asked.append(node) or real(tree, node, options),
     )
     return asked
 
@@ -396,6 +396,7 @@ def test_buffer_mode_counts_a_position_asked_again_from_memory(
 
 
 def test_a_grown_tree_reuses_the_blocks_of_its_earlier_messages(chain):
+    from lamina_loom.dialogue import DialogueOptions
     from lamina_loom.plans import Plans
     from lamina_loom.settings import Settings
 
@@ -407,8 +408,8 @@ def test_a_grown_tree_reuses_the_blocks_of_its_earlier_messages(chain):
         nodes=(*tree.nodes, Node(id="n13", author_type=other, content="next")),
         edges=(*tree.edges, Edge(id="e13", target="n13", sources=(EdgeSource(node="n12"),))),
     )
-    before = plans.blocks(plans.plan(tree, "n12", settings=settings))
-    after = plans.blocks(plans.plan(grown, "n13", settings=settings))
+    before = plans.blocks(plans.plan(tree, "n12", DialogueOptions(settings=settings)))
+    after = plans.blocks(plans.plan(grown, "n13", DialogueOptions(settings=settings)))
     kept = [b for b in before if b.layer == "session"]
     now = [b for b in after if b.layer == "session"]
     assert len(now) == len(kept) + 1 and len(kept) >= 10

@@ -24,6 +24,7 @@ from lamina import (
     unstructure,
 )
 from lamina_loom.buffer import BufferResult, assemble_buffer_document
+from lamina_loom.dialogue import DialogueOptions
 from lamina_loom.errors import LoomError
 from lamina_loom.model import Preferences, Tree
 from lamina_loom.plans import Plans
@@ -176,9 +177,7 @@ class Loom:
                 tree=tree.id,
                 key="preferences.truncation_strategy",
             )
-        plan = self._plans.plan(
-            tree,
-            node_id,
+        options = DialogueOptions(
             settings=self.settings,
             agent_system=agent_system,
             include=include,
@@ -186,6 +185,7 @@ class Loom:
             permissions=self.config.permissions if permissions is None else permissions,
             memory=memory,
         )
+        plan = self._plans.plan(tree, node_id, options)
         assembler, plugin = self._assembler(
             strategy, plan.protected_messages(minimum), token_buffer
         )

@@ -4,10 +4,10 @@ user, model → assistant, consecutive same-author nodes merged), and the loom-a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
-from attrs import frozen
+from attrs import field, frozen
 
 from lamina import Block, LayerSpec, Part, Provenance
 from lamina_loom.errors import LoomError
@@ -72,6 +72,23 @@ class PlannedMessage:
         return "loom:" + "+".join(self.nodes)
 
 
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
+@frozen(kw_only=True)
+class DialogueOptions:
+    """What a dialogue plan depends on besides the tree and the position: the plugin's
+    settings and the request's options (its agent-level context, the annotation nodes it
+    includes, its permissions, its operational memory). Hashable: plans are kept by it."""
+
+    settings: Settings
+    agent_system: str | None = None
+    include: tuple[str, ...] = field(default=(), converter=_strings)
+    permissions: tuple[str, ...] = field(default=(), converter=_strings)
+    memory: OperationalMemory | None = None
+
+
 @frozen(kw_only=True)
 class DialoguePlan:
     """Everything dialogue mode sends for one tree position, before fitting."""
@@ -124,19 +141,11 @@ def system_pieces(
     return [p for p in pieces if p.text]
 
 
-def plan_dialogue(
-    tree: Tree,
-    current: str,
-    *,
-    settings: Settings,
-    agent_system: str | None = None,
-    include: Collection[str] = (),
-    permissions: Sequence[str] = (),
-    memory: OperationalMemory | None = None,
-) -> DialoguePlan:
+def plan_dialogue(tree: Tree, current: str, options: DialogueOptions) -> DialoguePlan:
     """The Loom design's dialogue steps 1–5: traverse, filter, combine system context,
     convert, merge."""
-    selection = select(tree, current, include)
+    settings, agent_system = options.settings, options.agent_system
+    selection = select(tree, current, options.include)
     system = system_pieces(
         tree,
         settings.agent_system_prompt if agent_system is None else agent_system,
@@ -166,7 +175,7 @@ def plan_dialogue(
         selection=selection,
         system=tuple(system),
         messages=tuple(messages),
-        extras=plan_extras(tree, selection.path, settings, permissions, memory),
+        extras=plan_extras(tree, selection.path, options),
     )
 
 
@@ -185,14 +194,9 @@ def planned_message(
     return PlannedMessage(role=role, nodes=tuple(n.id for n in nodes), parts=parts)
 
 
-def plan_extras(
-    tree: Tree,
-    path: Sequence[str],
-    settings: Settings,
-    permissions: Sequence[str],
-    memory: OperationalMemory | None,
-) -> tuple[Block, ...]:
+def plan_extras(tree: Tree, path: Sequence[str], options: DialogueOptions) -> tuple[Block, ...]:
     """The loom-aware blocks after the path: operational memory, then the loom context."""
+    settings, memory = options.settings, options.memory
     extras: list[Block] = []
     if settings.operational_memory and memory:
         extras.append(
@@ -209,7 +213,7 @@ def plan_extras(
             Block.text(
                 "loom:context",
                 LOOM_CONTEXT,
-                loom_context(tree, path, permissions),
+                loom_context(tree, path, options.permissions),
                 title="Loom context",
                 priority=0.6,
             )

@@ -10,13 +10,13 @@ afresh (``plan_dialogue``), which the result always equals."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
 from operator import is_
 
 from attrs import fields
 
 from lamina_loom.dialogue import (
     ROLES,
+    DialogueOptions,
     DialoguePlan,
     PlannedMessage,
     plan_extras,
@@ -24,31 +24,23 @@ from lamina_loom.dialogue import (
 )
 from lamina_loom.model import Node, Tree
 from lamina_loom.paths import Entry, Selection, exclusion_reason
-from lamina_loom.settings import OperationalMemory, Settings
 
 #: The tree's own fields, compared when it grew (its nodes and edges are compared apart).
 _OWN = tuple(f.name for f in fields(Tree) if f.eq and f.name not in ("nodes", "edges"))
 
 
 def grown_plan(
-    plan: DialoguePlan,
-    tree: Tree,
-    current: str,
-    *,
-    settings: Settings,
-    include: Collection[str],
-    permissions: Sequence[str],
-    memory: OperationalMemory | None,
+    plan: DialoguePlan, tree: Tree, current: str, options: DialogueOptions
 ) -> DialoguePlan | None:
-    """``plan`` (made with the same options) carried over to ``tree`` at ``current``, or
-    ``None`` when ``tree`` is not ``plan.tree`` grown by ``current`` alone (see the module)."""
-    old, path = plan.tree, plan.selection.path
+    """``plan`` (made with ``options``) carried over to ``tree`` at ``current``, or ``None``
+    when ``tree`` is not ``plan.tree`` grown by ``current`` alone (see the module)."""
+    old, path, settings = plan.tree, plan.selection.path, options.settings
     if not _grew_by_one(old, tree) or tree.nodes[-1].id != current:
         return None
     node, edge = tree.nodes[-1], tree.edges[-1]
     if edge.target != current or len(edge.sources) != 1 or edge.primary != path[-1]:
         return None
-    if exclusion_reason(tree, node, include) is not None:
+    if exclusion_reason(tree, node, options.include) is not None:
         return None
     entries = plan.selection.entries
     selection = Selection(
@@ -83,7 +75,7 @@ def grown_plan(
         selection=selection,
         system=plan.system,
         messages=tuple(messages),
-        extras=plan_extras(tree, selection.path, settings, permissions, memory),
+        extras=plan_extras(tree, selection.path, options),
     )
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Hashable
 
 from lamina import Block
 from lamina_loom.dialogue import (
+    DialogueOptions,
     DialoguePlan,
     PlannedMessage,
     history_block,
@@ -19,7 +20,6 @@ from lamina_loom.dialogue import (
 )
 from lamina_loom.growth import grown_plan
 from lamina_loom.model import Tree
-from lamina_loom.settings import OperationalMemory, Settings
 
 #: Plans kept, the least recently used forgotten first.
 KEPT_PLANS = 8
@@ -37,62 +37,27 @@ class Plans:
         self._lock = threading.Lock()
         self._messages: dict[tuple[str, PlannedMessage], Block] = {}
         # The newest plan of each tree and options: a tree that grew by a node is planned
-        # from it (``grown_plan``).
+        # from it.
         self._newest: OrderedDict[Hashable, DialoguePlan] = OrderedDict()
 
-    def plan(
-        self,
-        tree: Tree,
-        current: str,
-        *,
-        settings: Settings,
-        agent_system: str | None = None,
-        include: Collection[str] = (),
-        permissions: Sequence[str] = (),
-        memory: OperationalMemory | None = None,
-    ) -> DialoguePlan:
-        """The dialogue plan (see ``plan_dialogue``), made once per tree object and options."""
-        key = (
-            id(tree),
-            current,
-            settings,
-            agent_system,
-            tuple(include),
-            tuple(permissions),
-            memory,
-        )
-        options = (tree.id, *key[2:])
+    def plan(self, tree: Tree, current: str, options: DialogueOptions) -> DialoguePlan:
+        """The dialogue plan (see ``plan_dialogue``), made once per tree object and options;
+        for a tree that grew by a node under the newest plan's position, carried over from
+        that plan (``grown_plan``)."""
+        key, stream = (id(tree), current, options), (tree.id, options)
         with self._lock:
             found = self._kept.get(key)
             if found is not None and found[0].tree is tree:
                 self._kept.move_to_end(key)
                 return found[0]
-            newest = self._newest.get(options)
-        plan = None
-        if newest is not None:
-            plan = grown_plan(
-                newest,
-                tree,
-                current,
-                settings=settings,
-                include=include,
-                permissions=permissions,
-                memory=memory,
-            )
+            newest = self._newest.get(stream)
+        plan = None if newest is None else grown_plan(newest, tree, current, options)
         if plan is None:
-            plan = plan_dialogue(
-                tree,
-                current,
-                settings=settings,
-                agent_system=agent_system,
-                include=include,
-                permissions=permissions,
-                memory=memory,
-            )
+            plan = plan_dialogue(tree, current, options)
         self._put(key, plan, None)
         with self._lock:
-            self._newest[options] = plan
-            self._newest.move_to_end(options)
+            self._newest[stream] = plan
+            self._newest.move_to_end(stream)
             while len(self._newest) > KEPT_PLANS:
                 self._newest.popitem(last=False)
         return plan

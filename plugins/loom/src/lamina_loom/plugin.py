@@ -23,6 +23,7 @@ from lamina_loom.dialogue import (
     LOOM_CONTEXT,
     LOOM_LAYERS,
     LOOM_SYSTEM,
+    DialogueOptions,
     DialoguePlan,
 )
 from lamina_loom.errors import LoomError
@@ -181,15 +182,14 @@ class LoomPlugin:
         permissions: Sequence[str],
     ) -> DialoguePlan:
         """The dialogue plan for the node a request chose, with its request-level options."""
-        return self.plans.plan(
-            tree,
-            node_id,
+        options = DialogueOptions(
             settings=settings,
             agent_system=chosen.agent_system if chosen else None,
             include=chosen.include if chosen else (),
             permissions=permissions,
             memory=chosen.memory if chosen else None,
         )
+        return self.plans.plan(tree, node_id, options)
 
     def _store(self, config: LaminaConfig, settings: Settings) -> TreeStore:
         if self.store is not None:
