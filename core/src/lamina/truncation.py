@@ -80,20 +80,21 @@ def _fit(
     if tokenizer.count(text) <= max_tokens:
         return text
     bounds = tokenizer.boundaries(text)
-    fitting: list[str] = []  # the candidate of the largest ``kept`` that fit so far
+    best: str | None = None  # the candidate of the largest ``kept`` that fit so far
 
     def tokens_at(kept: int) -> int:
+        nonlocal best
         candidate = build(bounds, kept)
         tokens = tokenizer.count(candidate)
         if tokens <= max_tokens:  # (the search only tries a larger ``kept`` after a fit)
-            fitting[:] = [candidate]
+            best = candidate
         return tokens
 
     least = fewest(bounds)
     kept = longest_fitting(
         tokens_at, max_tokens, fits=least - 1, fails=len(bounds), guess=max_tokens
     )
-    return fitting[0] if kept >= least else None
+    return best if kept >= least else None
 
 
 def _first_cut(bounds: Sequence[int]) -> int:
