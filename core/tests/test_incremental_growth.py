@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import lamina.assembly.engine as engine
 from lamina import Block, Chunked
 from lamina.assembly.state import Item
 from lamina.serde import to_json
@@ -87,10 +88,14 @@ def _layout(assembler: object) -> object:
     return layout
 
 
-def test_a_growing_stream_keeps_one_copy_of_its_blocks_and_no_chain_of_buckets() -> None:
+def test_a_growing_stream_keeps_one_copy_of_its_blocks_and_no_chain_of_buckets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Gather's copy of a provider's blocks is the one the layout's run keeps, and a history
     that keeps fitting (its groups never made) holds at most one older bucket to make them
-    from: a long session does not keep every earlier request's bucket."""
+    from: a long session does not keep every earlier request's bucket. (The full pipeline's
+    layout: calls grown from the previous one leave it as it is, see ``test_grown``.)"""
+    monkeypatch.setattr(engine, "grown", lambda *_: None)
     history = [b for n in range(20) for b in _turn(n)]
     current = {"blocks": list(history)}
     config = {"model": "gpt-4o", "budget": {"max_tokens": 100_000}}

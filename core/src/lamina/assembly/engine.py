@@ -1,9 +1,10 @@
 """The assembler: the public entry point, which runs one phase module after another.
 
 ``Assembler`` resolves its plugins once; ``run`` is then plain calls on resolved objects, in
-the order plan → gather → place → measure → fit → format → report, each timed in the report.
-Token counts and renderings are memoized by content, so re-assembling an unchanged prefix
-re-tokenizes nothing.
+the order plan → gather → place → measure → fit → format → report, each timed in the report;
+a stream whose history only grew since a call that kept everything whole goes from gather to
+its context at once (``grown``). Token counts and renderings are memoized by content, so
+re-assembling an unchanged prefix re-tokenizes nothing.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from attrs import fields as attrs_fields
 from lamina.assembly.fit import Fitter, fit
 from lamina.assembly.format import after_history_tokens, format_within
 from lamina.assembly.gather import Gatherer
-from lamina.assembly.layout import LayoutCache
+from lamina.assembly.grown import grown, kept_whole
+from lamina.assembly.layout import Layout, LayoutCache
 from lamina.assembly.measure import Measurer, measure
 from lamina.assembly.place import place
 from lamina.assembly.plan import plan
 from lamina.assembly.report import report
 from lamina.assembly.rules import Rules
-from lamina.assembly.state import Progress, ResolvedModel, milliseconds
+from lamina.assembly.state import InFlight, Progress, ResolvedModel, milliseconds
 from lamina.assembly.tool_results import edit_tool_results
 from lamina.call import AssemblyCall, KernelView, Overrides
 from lamina.config import LaminaConfig, load_config
@@ -275,13 +277,29 @@ class Assembler:
             model.info.message_overhead,
             self._gaps,
         )
-        fitter = self._fitter(overrides, measurer, state.budget.available, state.warnings)
         key = (request.session_label, request.model)
         layout = self._layouts.take(key, model.revision[0])
-        previous, layout.cut = layout.cut, None
+        whole, layout.whole = layout.whole, None
         try:
             with state.phase("gather", progress):
                 self._gatherer.gather(state, self.rules, layout)
+            if whole is not None and layout.cut is None:
+                started = time.perf_counter()
+                found = grown(state, whole, measurer, self.rules)
+                if found is not None:
+                    state.timings["grown"] = milliseconds(time.perf_counter() - started)
+                    context, layout.whole = found
+                    return context
+            return self._fitted(state, measurer, layout)
+        finally:
+            self._layouts.give(key, layout)
+
+    def _fitted(self, state: InFlight, measurer: Measurer, layout: Layout) -> AssembledContext:
+        """The pipeline after gather: place, measure, fit, format and report."""
+        progress = self.progress
+        fitter = self._fitter(state.overrides, measurer, state.budget.available, state.warnings)
+        previous, layout.cut = layout.cut, None
+        try:
             with state.phase("place", progress):
                 place(state, self.rules, layout)
             with state.phase("measure", progress):
@@ -296,6 +314,7 @@ class Assembler:
             with state.phase("report", progress):
                 state.cuts = fitter.cuts
                 context = report(state, self.rules, after_history_tokens(state, measurer))
+            layout.whole = kept_whole(state, context, fitter, layout, self.rules, self.config)
         finally:
             # Items go back as gathered and measured, but for this call's cut of pristine
             # history: its items stay dropped for the next call to take or put back.
@@ -303,7 +322,6 @@ class Assembler:
             for item in fitter.touched:
                 item.reset()
             layout.cut = fitter.cut if previous is None else previous
-            self._layouts.give(key, layout)
         # The report holds ``state.timings`` itself, which now has the report phase's too.
         return context
 

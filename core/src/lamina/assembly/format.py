@@ -16,6 +16,7 @@ from lamina.model.budget import BudgetUsage
 from lamina.model.chunked import Chunked
 from lamina.model.event_context import merge_context_json
 from lamina.model.messages import Message, Part, TextPart, part_text
+from lamina.records import ModelInfo
 
 #: How many times formatting is re-checked against the exact count before giving up.
 VERIFY_ROUNDS = 8
@@ -68,7 +69,7 @@ def live_by_placement(state: InFlight, fitter: Fitter) -> dict[str, list[Item]]:
     return out
 
 
-def _message(item: Item) -> tuple[Message, bytes]:
+def history_message(item: Item) -> tuple[Message, bytes]:
     """A kept history item's message and its share of the stable prefix's hash (kept
     between calls while the item is pristine)."""
     block = item.block
@@ -86,7 +87,7 @@ def _message(item: Item) -> tuple[Message, bytes]:
 def _seal(item: Item) -> bytes:
     if item.memo_message is not None and item.block is item.base:
         return item.memo_seal
-    return _message(item)[1]
+    return history_message(item)[1]
 
 
 def _start(system: str, before: str) -> Any:
@@ -125,7 +126,7 @@ def _history(
                 made.append(item.memo_message)
                 seals.append(item.memo_seal)
             else:
-                message, seal = _message(item)
+                message, seal = history_message(item)
                 made.append(message)
                 seals.append(seal)
         # A grown history shares the chunks of the one it grew from (no copy of it).
@@ -156,25 +157,26 @@ def render(
     if after:
         history = Chunked.joined([history, (Message.of("user", after),)])
         wrappers.append(after)
-    event_items = by_place.get("event", [])
-    # The parts without text (images, tool calls): the text ones are in the joined text.
-    extra: list[Part] = [p for i in event_items for p in i.block.content if part_text(p) is None]
-    # The event's record, with what other current-message blocks record (working-set files).
-    recorded = merge_context_json(
-        i.block.provenance.metadata.get("context_json") for i in event_items
-    )
-    current = Message(
-        role="user",
-        content=(TextPart(text=measurer.joined(event_items, keep=False)), *extra),
-        context_json=recorded,
-    )
     return Formatted(
         system_prompt=system,
         history=history,
-        current=current,
+        current=current_message(by_place.get("event", []), measurer),
         wrappers=tuple(wrappers),
         after_history=after,
         prefix_sha256=prefix.hexdigest(),
+    )
+
+
+def current_message(items: list[Item], measurer: Measurer) -> Message:
+    """The current message: the event's items as rendered and joined, then their parts
+    without text (images, tool calls), with the event's record merged with what other
+    current-message blocks record (working-set files)."""
+    extra: list[Part] = [p for i in items for p in i.block.content if part_text(p) is None]
+    recorded = merge_context_json(i.block.provenance.metadata.get("context_json") for i in items)
+    return Message(
+        role="user",
+        content=(TextPart(text=measurer.joined(items, keep=False)), *extra),
+        context_json=recorded,
     )
 
 
@@ -221,17 +223,25 @@ def usage(
         else:
             hist = memo["cost"] = total(history)
     hist += sum(counter.count_recurring(w) + overhead for w in out.wrappers)
-    current = out.current.content
-    first = current[0]  # (render makes it the joined text of the event's blocks)
-    if event is None or not isinstance(first, TextPart):
-        text = measurer.parts(current[:1])
-    else:
-        text = _current_text(event, measurer, first.text)
-    tokens = text + measurer.parts(current[1:]) + measurer.framing(current, overhead)
-    tokens += info.reply_overhead
+    tokens = current_tokens(out.current, event, measurer, info)
     return BudgetUsage(
         system_prompt=system, history=hist, event=tokens, total=system + hist + tokens
     )
+
+
+def current_tokens(
+    current: Message, event: list[Item] | None, measurer: Measurer, info: ModelInfo
+) -> int:
+    """What the current message costs, exactly, with the reply's priming: its text from
+    ``event``, its items, when given (``_current_text``), its other parts and its framing."""
+    content = current.content
+    first = content[0]  # (``current_message`` makes it the joined text of the event's blocks)
+    if event is None or not isinstance(first, TextPart):
+        text = measurer.parts(content[:1])
+    else:
+        text = _current_text(event, measurer, first.text)
+    framing = measurer.framing(content, info.message_overhead)
+    return text + measurer.parts(content[1:]) + framing + info.reply_overhead
 
 
 def after_history_tokens(state: InFlight, measurer: Measurer) -> int:

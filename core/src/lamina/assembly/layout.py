@@ -21,7 +21,10 @@ from attrs import define, field
 
 from lamina.assembly.state import ORIGINAL, Cut, Gathered, Item
 from lamina.model.blocks import Block
-from lamina.model.messages import ToolCallPart, ToolResultPart
+from lamina.model.chunked import Chunked
+from lamina.model.context import AssembledContext
+from lamina.model.messages import Message, ToolCallPart, ToolResultPart
+from lamina.model.report import BlockReport, LayerReport
 
 #: How many streams' layouts an assembler keeps (least recently used go first).
 STREAMS = 32
@@ -161,7 +164,7 @@ def inherit(memo: dict[str, Any], n: int) -> dict[str, Any]:
 _TOOL_PARTS = (ToolCallPart, ToolResultPart)
 
 
-def _has_tools(item: Item) -> bool:
+def has_tools(item: Item) -> bool:
     # A loop, not ``any()`` over a generator: one that stops early is closed by raising
     # GeneratorExit in it, exception machinery a request would otherwise never run.
     if item.placement == "history":
@@ -184,7 +187,7 @@ def _buckets(items: list[Item], parents: dict[int, Bucket] | None = None) -> dic
             layers.add("")  # mixed: the bucket has more than one layer
         layer = next(iter(layers)) if len(layers) == 1 else None
         capped = [i for i in members if i.block.max_tokens is not None]
-        tools = [i for i in members if _has_tools(i)]
+        tools = [i for i in members if has_tools(i)]
         if parent is None:
             bucket = Bucket(
                 order=order,
@@ -298,15 +301,46 @@ class Checked:
 
 
 @define(kw_only=True, eq=False)
+class Whole:
+    """What a call that kept every block whole leaves for its stream's next call, which is
+    assembled from it while only the history grew (see ``grown``): the context; what besides
+    blocks decided it (``key``); each provider's blocks by position, with what they were
+    (``FIXED``, ``HISTORY`` or ``EVENT``); the history's layer and its layer order; what
+    fitting estimated for all but the current message; the history's messages, the stable
+    prefix's hash fed through them and their reports; the reports of the blocks before the
+    history and of the layers outside the current message; the smallest tool-result cap."""
+
+    context: AssembledContext
+    key: tuple[Any, ...]
+    runs: list[tuple[int, str, Sequence[Block]]]
+    layer: str
+    order: int
+    estimate: int
+    messages: Chunked[Message]
+    prefix: Any
+    head: Sequence[BlockReport]
+    reports: Chunked[BlockReport]
+    layers: tuple[LayerReport, ...]
+    floor: int
+
+
+#: What a provider's blocks were in a ``Whole`` call: none in history or the current
+#: message (the same blocks must come again); some in history, none in the current message
+#: (they may grow at the end, by history blocks); all in the current message (made anew).
+FIXED, HISTORY, EVENT = "fixed", "history", "event"
+
+
+@define(kw_only=True, eq=False)
 class Layout:
-    """One stream's runs (by provider position), gather's memo and the history cut its
-    last call made on pristine groups (whose items are still dropped), for one tokenizer
-    revision."""
+    """One stream's runs (by provider position), gather's memo, the history cut its last
+    call made on pristine groups (whose items are still dropped) and, when that call kept
+    everything whole, what the next call may grow from, for one tokenizer revision."""
 
     revision: Any
     runs: dict[int, Run] = field(factory=dict)
     checked: dict[int, Checked] = field(factory=dict)
     cut: Cut | None = None
+    whole: Whole | None = None
 
 
 class LayoutCache:

@@ -206,8 +206,13 @@ def measure(state: InFlight, measurer: Measurer) -> None:
     and the fixed overhead of the rest of the request."""
     info = state.model.info
     for item in state.fresh:
-        item.tokens = item.original_tokens = measurer.measure(item)
-        if item.placement == "history":
-            item.framing = item.charge = measurer.framing(item.block.content, info.message_overhead)
+        measure_item(item, measurer, info.message_overhead)
     framing = 3  # the system message, the before/after-history messages, the current message
     state.fixed = info.message_overhead * framing + info.reply_overhead + state.tool_tokens
+
+
+def measure_item(item: Item, measurer: Measurer, overhead: int) -> None:
+    """A new item's tokens, and a history message's framing (``overhead`` and its tool ids)."""
+    item.tokens = item.original_tokens = measurer.measure(item)
+    if item.placement == "history":
+        item.framing = item.charge = measurer.framing(item.block.content, overhead)

@@ -19,7 +19,7 @@ def place(state: InFlight, rules: Rules, layout: Layout) -> None:
 
     runs: dict[int, Run] = {}
     for gathered in state.gathered:
-        make = partial(_item, rules=rules, plugin=gathered.plugin)
+        make = partial(new_item, rules=rules, plugin=gathered.plugin)
         runs[gathered.key] = place_run(layout.runs.get(gathered.key), gathered, make, state.fresh)
     layout.runs = runs
     orders = sorted({order for run in runs.values() for order in run.buckets})
@@ -30,7 +30,8 @@ def place(state: InFlight, rules: Rules, layout: Layout) -> None:
     _views(state, state.buckets)
 
 
-def _item(block: Block, *, rules: Rules, plugin: str) -> Item:
+def new_item(block: Block, *, rules: Rules, plugin: str) -> Item:
+    """An item for a block new to the stream, placed by the layout rules (not yet measured)."""
     spec = rules.registry.layer(block.layer)
     return Item(
         block=block,

@@ -11,9 +11,11 @@ from typing import Any
 from lamina.assembly.rules import Rules
 from lamina.assembly.state import ORIGINAL, TOKENS, Cut, InFlight, Item, order_key
 from lamina.assembly.tool_json import tools_digest, with_tools
+from lamina.model.budget import BudgetUsage
 from lamina.model.chunked import Chunked
 from lamina.model.context import AssembledContext
 from lamina.model.event_context import merge_context_json
+from lamina.model.messages import Message
 from lamina.model.report import (
     AssemblyReport,
     BlockReport,
@@ -29,14 +31,13 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
     """The report phase: the context with its report (timings up to this phase)."""
     out, used = state.formatted, state.used
     assert out is not None and used is not None, "report runs after format"
-    request, model = state.request, state.model
-    budget = state.budget.spent(used)
+    model = state.model
     listed: list[Sequence[BlockReport]]
     if state.verbose:  # every item, the kept ones' reports made once while they are pristine
         items = state.all_items()  # (in output order: only gap markers need sorting in)
         if state.markers:
             items = sorted([*items, *state.markers], key=order_key)
-        listed = [[_kept_report(i) for i in items]]
+        listed = [[kept_report(i) for i in items]]
     else:
         listed = _kept_reports(state.live, state.history_memo)
     dropped = _dropped_reports(state, rules)
@@ -59,15 +60,39 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
         history_source=state.history_source,
         timings_ms=state.timings,
     )
-    return AssembledContext(
+    return context(
+        state,
         system_prompt=out.system_prompt,
         history=out.history,
-        current_message=out.current,
+        current=out.current,
+        used=used,
+        report=assembly_report,
+        system_context_json=_system_context_json(state),
+    )
+
+
+def context(
+    state: InFlight,
+    *,
+    system_prompt: str,
+    history: Sequence[Message],
+    current: Message,
+    used: BudgetUsage,
+    report: AssemblyReport,
+    system_context_json: dict[str, Any],
+) -> AssembledContext:
+    """The assembled context of ``state`` 's request: the three physical layers, the tools,
+    the budget with ``used`` spent, and the report."""
+    request, model = state.request, state.model
+    return AssembledContext(
+        system_prompt=system_prompt,
+        history=history,
+        current_message=current,
         tools=state.tools,
         model=request.model,
         provider=request.provider or model.info.provider or "",
         model_config=request.model_config,
-        token_budget=budget,
+        token_budget=state.budget.spent(used),
         session_label=request.session_label,
         role=request.role,
         workspace_path=request.workspace_path,
@@ -75,8 +100,8 @@ def report(state: InFlight, rules: Rules, after_history_tokens: int) -> Assemble
         toolset_name=request.toolset_name,
         permissions_granted=request.permissions,
         source_event_id=request.event.id,
-        system_context_json=_system_context_json(state),
-        report=assembly_report,
+        system_context_json=system_context_json,
+        report=report,
         model_info=model.info,
     )
 
@@ -89,28 +114,28 @@ def _kept_reports(
     the kept history's from ``memo`` when it has them."""
     runs = sorted((m for m in live.values() if m), key=lambda m: order_key(m[0]))
     if any(order_key(a[-1]) > order_key(b[0]) for a, b in pairwise(runs)):
-        return [[_kept_report(i) for i in sorted((i for m in runs for i in m), key=order_key)]]
+        return [[kept_report(i) for i in sorted((i for m in runs for i in m), key=order_key)]]
     out: list[Sequence[BlockReport]] = []
     for run in runs:
         if memo is not None and run is memo.get("live"):
             if "reports" not in memo:
-                memo["reports"] = _history_reports(run, memo.get("base"))
+                memo["reports"] = history_reports(run, memo.get("base"))
             out.append(memo["reports"])
         else:
-            out.append([_kept_report(i) for i in run])
+            out.append([kept_report(i) for i in run])
     return out
 
 
-def _history_reports(run: list[Item], base: dict[str, Any] | None) -> Chunked[BlockReport]:
+def history_reports(run: list[Item], base: dict[str, Any] | None) -> Chunked[BlockReport]:
     """The kept history's reports: those of the history it grew from (``base``), shared,
     then the new items', so a session that grew by a turn makes and copies only the turn's."""
     if base is None or base["reports"] is None or base["n"] > len(run):
-        return Chunked([_kept_report(i) for i in run])
-    grown: Chunked[BlockReport] = base["reports"].grown([_kept_report(i) for i in run[base["n"] :]])
+        return Chunked([kept_report(i) for i in run])
+    grown: Chunked[BlockReport] = base["reports"].grown([kept_report(i) for i in run[base["n"] :]])
     return grown
 
 
-def _kept_report(item: Item) -> BlockReport:
+def kept_report(item: Item) -> BlockReport:
     """An item's report, made once while the item is pristine (kept as gathered); a cut or
     dropped item's is made anew."""
     pristine = item.status == "kept" and item.block is item.base

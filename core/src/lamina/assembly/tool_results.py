@@ -55,8 +55,7 @@ def edit_tool_results(
     if not state.tool_items:
         return
     stale = _old_results(state, config)
-    default = config.max_tokens or max(1, int(config.share * state.budget.available))
-    floor = min([default, *config.per_tool.values()])
+    floor = smallest_cap(config, state.budget.available)
     big = max(b.tools_peak() for b in state.buckets if b.tools) > floor  # (each found once)
     if not stale and not big:
         return
@@ -68,6 +67,13 @@ def edit_tool_results(
     for item in state.tool_items:
         if not item.pristine:
             fitter.touch(item)
+
+
+def smallest_cap(config: ToolResultsConfig, available: int) -> int:
+    """The smallest cap any tool result has under ``available`` tokens: no message holding
+    fewer tokens is edited."""
+    default = config.max_tokens or max(1, int(config.share * available))
+    return min([default, *config.per_tool.values()])
 
 
 def stub_boundary(groups: int, keep: int) -> int:
