@@ -255,43 +255,6 @@ def probed(probe: Callable[[], None], call: Callable[[], Any]) -> Any:
     return call()
 
 
-class _Skipped(Exception):
-    """Raised in place of the place phase by ``without_pipeline``."""
-
-
-def without_pipeline() -> None:
-    """A probe (``--no-pipeline``): from now on the kernel runs plan and gather, counts the
-    event's blocks, and then answers with the context it made for the stream just before,
-    instead of placing, measuring, fitting, formatting and reporting. What a request costs
-    then bounds what any faster path after gather could give; the contexts are wrong."""
-    import lamina.assembly.engine as engine
-
-    made: dict[tuple[str, str], Any] = {}
-    run, engine_place = engine.Assembler._run, engine.place
-
-    def place(state: Any, rules: Any, layout: Any) -> None:
-        if (state.request.session_label, state.request.model) not in made:
-            engine_place(state, rules, layout)
-            return
-        for gathered in state.gathered:
-            for block in gathered.blocks[-2:]:
-                if block.layer == "event":
-                    state.model.counter.count(block.body)
-        raise _Skipped
-
-    def answered(self: Any, request: Any, overrides: Any) -> Any:
-        key = (request.session_label, request.model)
-        try:
-            context = run(self, request, overrides)
-        except _Skipped:
-            return made[key]
-        made.setdefault(key, context)
-        return context
-
-    engine.place = place
-    engine.Assembler._run = answered  # type: ignore[method-assign]
-
-
 def agent_loop(
     budget: int,
     warmup: int,
@@ -300,13 +263,11 @@ def agent_loop(
     *,
     between: str = "collect",
     extra_calls: int = 0,
-    no_pipeline: bool = False,
 ) -> dict[str, Any]:
     """Median ms per request after ``warmup`` turns: Lamina and the peer, whose counts are
     ``made`` beforehand (``session_counts``); ``extra_calls``: a probe run inside each of
-    Lamina's timed requests (``distinct_calls``); ``no_pipeline``: the probe
-    ``without_pipeline`` from the first timed request on; ``between``: what runs before each timed call
-    (``between_calls``)."""
+    Lamina's timed requests (``distinct_calls``); ``between``: what runs before each timed
+    call (``between_calls``)."""
     system, turns = build_session(warmup + requests)
     counts: dict[int, int] = {}  # id(LangChain message) -> tokens, made untimed
 
@@ -336,8 +297,6 @@ def agent_loop(
                 req = a.request(turn[0].text)
                 if i == warmup:  # (untimed; a host that counts for trim_messages has one)
                     encode = load_encoding("o200k_base").encode_ordinary
-                if no_pipeline and i == warmup - 1:  # (this request's context is the answer)
-                    without_pipeline()
                 before = len(s.compactions)
                 peer_parts: list[float] = []
                 asked = made["asks"][i] if encode is None else None
@@ -452,12 +411,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the same as --between nothing (warm caches; not the target)",
     )
     parser.add_argument(
-        "--no-pipeline",
-        action="store_true",
-        help="with --budget: a probe, the kernel stops after gather and answers with an "
-        "earlier context (a bound on any faster path after gather; not a target's figure)",
-    )
-    parser.add_argument(
         "--extra-calls",
         type=int,
         default=0,
@@ -476,7 +429,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             made,
             between=args.between,
             extra_calls=args.extra_calls,
-            no_pipeline=args.no_pipeline,
         )
         print(
             f"  {args.budget // 1000}k: Lamina {r['lamina_ms']:.2f} ms, peer {r['peer_ms']:.2f} "

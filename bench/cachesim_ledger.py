@@ -24,16 +24,14 @@ each side ran and the bytes of their bytecode (which the processor reads as data
 per phase, each in the whole request, so a phase is charged for the lines it brings in after
 the ones before it), and the session's work around the kernel as the rest.
 
-``--no-pipeline`` runs the loop with ``bench_ledger.py`` 's probe of that name (the kernel
-stops after gather and answers with an earlier context): a bound, not a figure of Lamina.
-
 ``--keep DIR`` keeps callgrind's output files, so ``callgrind_annotate --inclusive=no`` can
 show which of the interpreter's and libraries' C functions the lines were for (and
 ``--tree=caller`` who called them).
 
 Needs valgrind (``apt install valgrind``) and a Python with its symbols (pyenv's and
 Debian's have them). Run: ``.venv/bin/python bench/cachesim_ledger.py [--requests 8]
-[--phases] [--keep DIR]`` (about two minutes, ten with ``--phases``; two runs at a time).
+[--phases [NAMES]] [--keep DIR]`` (about two minutes, ten with every phase; two runs at a
+time).
 """
 
 from __future__ import annotations
@@ -53,10 +51,12 @@ from typing import Any
 
 SIDES = ("lamina", "peer")
 #: The kernel's phases as ``--phases`` counts them: the engine's calls each one makes
-#: (``lamina.assembly.engine``, ``Assembler._run``), and the whole kernel.
+#: (``lamina.assembly.engine``, ``Assembler._run``), and the whole kernel. A request grown
+#: from its stream's previous context runs ``grown`` instead of place to report.
 PHASES = {
     "plan": ("engine", "plan"),
     "gather": ("gather", "Gatherer.gather"),
+    "grown": ("engine", "grown"),
     "place": ("engine", "place"),
     "measure": ("engine", "measure"),
     "fit": ("engine", "edit_tool_results", "fit"),
@@ -161,7 +161,6 @@ def replay(
     requests: int,
     profile: bool,
     phase: str | None,
-    no_pipeline: bool = False,
 ) -> None:
     """The loop from turn ``turns`` on, on a copy of the ledger: ``warm`` turns, then
     ``requests`` whose ``side`` call runs inside ``sys.call_tracing`` (with ``phase``, only
@@ -200,8 +199,6 @@ def replay(
     with a, LedgerSession(a) as s:
         for i in range(turns, turns + warm + requests):
             request = a.request(session[i][0].text)
-            if no_pipeline and i == turns + warm - 1:  # (this request's context is the answer)
-                bl.without_pipeline()
             if i == turns + warm // 2:  # the peer's tokenizer, as bench_ledger builds it
                 encode = load_encoding("o200k_base").encode_ordinary
             asked = made["asks"][i] if encode is None else None
@@ -246,18 +243,20 @@ def simulate(folder: Path, args: argparse.Namespace, targets: list[str]) -> dict
         for target, (run, out) in runs.items():
             if run.wait() != 0:
                 raise SystemExit(f"callgrind failed for {target}: see {folder / target}.log")
-            found[target] = _totals(out, args.requests)
+            found[target] = _totals(out, args.requests, phase=":" in target)
     return found
 
 
-def _totals(out: Path, requests: int) -> dict[str, float]:
+def _totals(out: Path, requests: int, *, phase: bool = False) -> dict[str, float]:
+    """Events per request; a phase that never ran (a grown request runs no place to
+    report) counts nothing."""
     text = out.read_text()
     events = re.search(r"^events: (.+)$", text, re.M)
     totals = re.search(r"^(?:totals|summary): (.+)$", text, re.M)
     if events is None or totals is None:
         raise SystemExit(f"no totals in {out}")
     values = dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False))
-    if not values.get("Ir"):
+    if not values.get("Ir") and not phase:
         raise SystemExit(
             "callgrind counted nothing: this Python has no _PyEval_CallTracing symbol "
             "(a stripped build?)"
@@ -267,19 +266,17 @@ def _totals(out: Path, requests: int) -> dict[str, float]:
 
 def _lines(events: dict[str, float]) -> float:
     """L2 misses of every kind: the lines a request brings in from L3 or memory."""
-    return events["ILmr"] + events["DLmr"] + events["DLmw"]
+    return events.get("ILmr", 0) + events.get("DLmr", 0) + events.get("DLmw", 0)
 
 
 def _loop_args(args: argparse.Namespace) -> list[str]:
-    out = [f"--turns={args.turns}", f"--warm={args.warm}", f"--requests={args.requests}"]
-    return [*out, "--no-pipeline"] if args.no_pipeline else out
+    return [f"--turns={args.turns}", f"--warm={args.warm}", f"--requests={args.requests}"]
 
 
 def footprint(folder: Path, args: argparse.Namespace, side: str) -> dict[str, int]:
     """The Python functions ``side`` ran in the first measured request, and their bytecode."""
     command = [sys.executable, __file__, "--replay", side, str(folder), "--profile"]
     loop = [f"--turns={args.turns}", f"--warm={args.warm}", "--requests=1"]
-    loop += ["--no-pipeline"] if args.no_pipeline else []
     out = subprocess.run([*command, *loop], check=True, capture_output=True, text=True).stdout
     found: dict[str, int] = json.loads(out.strip().splitlines()[-1])
     return found
@@ -295,12 +292,11 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
     parser.add_argument(
-        "--phases", action="store_true", help="also count each kernel phase of Lamina's request"
-    )
-    parser.add_argument(
-        "--no-pipeline",
-        action="store_true",
-        help="the probe of bench_ledger.py --no-pipeline: the kernel stops after gather",
+        "--phases",
+        nargs="?",
+        const=",".join(PHASES),
+        default="",
+        help="also count each kernel phase of Lamina's request (or only these, comma-separated)",
     )
     parser.add_argument(
         "--keep",
@@ -317,7 +313,6 @@ def main() -> int:
             args.requests,
             args.profile,
             args.phase,
-            args.no_pipeline,
         )
         return 0
     if shutil.which("valgrind") is None:
@@ -326,7 +321,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         build_state(folder, args.turns, args.turns + args.warm + args.requests)
-        targets = [*SIDES, *(f"lamina:{p}" for p in PHASES if args.phases)]
+        phases = [p for p in args.phases.split(",") if p]
+        unknown = set(phases) - set(PHASES)
+        if unknown:
+            raise SystemExit(
+                f"unknown phases: {', '.join(sorted(unknown))}; known: {', '.join(PHASES)}"
+            )
+        targets = [*SIDES, *(f"lamina:{p}" for p in phases)]
         sim = simulate(folder, args, targets)
         code = {side: footprint(folder, args, side) for side in SIDES}
         if args.keep is not None:
@@ -360,15 +361,16 @@ def main() -> int:
         )
     if args.phases:
         print("Lamina's request by phase: L2 misses (instructions, data read, data written)")
-        rest = misses["lamina"] - _lines(sim["lamina:kernel"])
-        for phase in [*(p for p in PHASES if p != "kernel"), "kernel"]:
+        for phase in (p for p in PHASES if f"lamina:{p}" in sim):
             got = sim[f"lamina:{phase}"]
             share = _lines(got) / misses["lamina"]
             print(
-                f"  {phase:8s} {_lines(got):8,.0f} ({got['ILmr']:,.0f}, {got['DLmr']:,.0f}, "
-                f"{got['DLmw']:,.0f})  {share:4.0%}"
+                f"  {phase:8s} {_lines(got):8,.0f} ({got.get('ILmr', 0):,.0f}, "
+                f"{got.get('DLmr', 0):,.0f}, {got.get('DLmw', 0):,.0f})  {share:4.0%}"
             )
-        print(f"  {'session':8s} {rest:8,.0f} (the rest: the session's work around the kernel)")
+        if "lamina:kernel" in sim:
+            rest = misses["lamina"] - _lines(sim["lamina:kernel"])
+            print(f"  {'session':8s} {rest:8,.0f} (the rest: the session's work around the kernel)")
     return 0
 
 
