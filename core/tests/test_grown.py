@@ -165,6 +165,7 @@ def test_a_session_that_grows_by_a_turn_runs_no_phase_after_gather() -> None:
         ("verbose", "a verbose report lists every block"),
         ("big", "a tool result over its cap is cut"),
         ("tight", "it does not fit whole"),
+        ("capped", "a new block has a cap of its own (0 is one)"),
     ],
 )
 def test_what_the_grown_path_cannot_make_takes_the_full_pipeline(change: str, why: str) -> None:
@@ -177,6 +178,8 @@ def test_what_the_grown_path_cannot_make_takes_the_full_pipeline(change: str, wh
     elif change == "older":
         history = [Block.text("t0u", "session", "changed", role="user", group="t0"), *history[1:]]
     history = history + _turn(40, 20, tool=20_000 if change == "big" else 0)
+    if change == "capped":
+        history[-1] = Block.text("t40a", "session", "ok", role="assistant", max_tokens=0)
     blocks["now"] = [system, *history]
     request = warm.request("next", max_tokens={"budget": 90_000, "tight": 1500}.get(change))
     if change == "verbose":
@@ -185,7 +188,7 @@ def test_what_the_grown_path_cannot_make_takes_the_full_pipeline(change: str, wh
     assert "grown" not in ctx.report.timings_ms, why
     fresh = make_assembler(LARGE, plugins=[("f", StaticProvider(list(blocks["now"])))])
     assert _strip(ctx) == _strip(fresh.assemble(request, **kw))
-    if change in ("big", "tight"):
+    if change in ("big", "tight", "capped"):
         assert ctx.report.dropped or any(b.status != "kept" for b in ctx.report.blocks)
     fresh.close()
     warm.close()

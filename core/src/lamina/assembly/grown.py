@@ -85,7 +85,9 @@ def grown(
     new: list[Item] = []
     for block in added:
         item = new_item(block, rules=rules, plugin=source)
-        if item.spec.name != whole.layer or item.placement != "history" or block.max_tokens:
+        if item.spec.name != whole.layer or item.placement != "history":
+            return None
+        if block.max_tokens is not None:
             return None
         measure_item(item, measurer, overhead)
         if item.original_tokens > whole.floor and has_tools(item):  # (it would be capped)
