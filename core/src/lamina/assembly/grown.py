@@ -171,7 +171,7 @@ def _made(
         runs=runs,
         layer=whole.layer,
         order=whole.order,
-        estimate=whole.estimate + used.history - previous.token_budget.used.history,
+        estimate=whole.estimate + total(new),
         messages=messages,
         prefix=prefix,
         head=whole.head,
